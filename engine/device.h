@@ -1,0 +1,22 @@
+// Where a tensor's storage lives. Ops dispatch on this field with a plain switch.
+#pragma once
+#include <string>
+
+namespace mcdl {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceType::cpu, 0}; }
+  static Device cuda(int index = 0) { return {DeviceType::cuda, index}; }
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool is_cuda() const { return type == DeviceType::cuda; }
+  bool operator==(const Device& other) const { return type == other.type && index == other.index; }
+  bool operator!=(const Device& other) const { return !(*this == other); }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+};
+
+}  // namespace mcdl

@@ -1,0 +1,38 @@
+// Reference-counted raw memory on one device. Tensors share a Storage through a
+// shared_ptr and address it with an element offset, so views cost no copy.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/device.h"
+
+namespace mcdl {
+
+class Storage {
+ public:
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+};
+
+// Bytes currently held by live Storage objects on a device: the leak tests watch this.
+int64_t storage_live_bytes(Device device);
+
+// When on, every new storage is filled with NaN bytes (0xFF) before use, so a kernel that
+// fails to write part of a fresh buffer is caught by tests. Off by default.
+void set_poison_new_storage(bool on);
+bool poison_new_storage();
+
+}  // namespace mcdl

@@ -1,0 +1,205 @@
+#include "engine/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "kernels/cpu/copy.h"
+
+namespace mcdl {
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void Tensor::check_defined(const char* what) const {
+  check(impl_ != nullptr, what, ": the tensor is undefined");
+}
+
+const Shape& Tensor::shape() const {
+  check_defined("shape");
+  return impl_->shape;
+}
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis("size", axis, dim())]; }
+int64_t Tensor::numel() const { return shape_numel(shape()); }
+DType Tensor::dtype() const {
+  check_defined("dtype");
+  return impl_->dtype;
+}
+Device Tensor::device() const {
+  check_defined("device");
+  return impl_->storage->device();
+}
+std::string Tensor::str() const {
+  if (!impl_) return "undefined";
+  return std::string(dtype_name(dtype())) + shape_str(shape()) + " " + device().str();
+}
+void* Tensor::raw_data() {
+  check_defined("raw_data");
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(dtype_size(dtype()));
+}
+const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_data(); }
+const std::shared_ptr<Storage>& Tensor::storage() const {
+  check_defined("storage");
+  return impl_->storage;
+}
+int64_t Tensor::storage_offset() const {
+  check_defined("storage_offset");
+  return impl_->offset;
+}
+
+double Tensor::item() const {
+  check(numel() == 1, "item: expected a tensor with one element, got ", str());
+  Tensor host = to(Device::cpu());
+  return read_as_double(host.raw_data(), dtype(), 0);
+}
+
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+Tensor& Tensor::set_requires_grad(bool on) {
+  check_defined("set_requires_grad");
+  check(is_leaf(), "set_requires_grad: only a leaf tensor can change requires_grad; use detach() first");
+  check(!on || dtype() == DType::f32 || dtype() == DType::f64,
+        "set_requires_grad: only f32 and f64 tensors can require gradients, got ", str());
+  impl_->requires_grad = on;
+  return *this;
+}
+bool Tensor::is_leaf() const { return impl_ && impl_->grad_fn == nullptr; }
+Tensor Tensor::grad() const {
+  check_defined("grad");
+  return impl_->grad;
+}
+void Tensor::set_grad(const Tensor& grad) {
+  check_defined("set_grad");
+  if (grad.defined()) {
+    check(grad.shape() == shape() && grad.dtype() == dtype() && grad.device() == device(),
+          "set_grad: gradient ", grad.str(), " does not match tensor ", str());
+  }
+  impl_->grad = grad;
+}
+void Tensor::zero_grad() {
+  check_defined("zero_grad");
+  impl_->grad = Tensor();
+}
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  check_defined("grad_fn");
+  return impl_->grad_fn;
+}
+
+void Tensor::backward(bool retain_graph) const {
+  check_defined("backward");
+  check(numel() == 1, "backward: expected a scalar (one element) to start from, got ", str(),
+        "; reduce it first (e.g. sum or mean)");
+  check(requires_grad(), "backward: the tensor does not require grad (no input had requires_grad, or it was "
+        "computed under NoGradGuard)");
+  run_backward(*this, full(shape(), 1.0, dtype(), device()), retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = impl_->shape;
+  impl->dtype = impl_->dtype;
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset;
+  return Tensor(impl);
+}
+
+Tensor Tensor::to(Device target) const {
+  check_defined("to");
+  if (target == device()) return *this;
+  fail("to: copying ", str(), " to ", target.str(), " needs the CUDA backend, which this build lacks");
+}
+
+Tensor Tensor::to(DType target) const {
+  check_defined("to");
+  if (target == dtype()) return *this;
+  check(device().is_cpu(), "to(dtype): no CUDA conversion kernel yet for ", str());
+  Tensor out = empty(shape(), target, device());
+  dispatch_any(dtype(), [&](auto src_zero) {
+    using Src = decltype(src_zero);
+    dispatch_any(target, [&](auto dst_zero) {
+      using Dst = decltype(dst_zero);
+      cpu::convert(static_cast<const Src*>(raw_data()), static_cast<Dst*>(out.raw_data()), numel());
+    });
+  });
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  check_defined("clone");
+  Tensor out = empty(shape(), dtype(), device());
+  check(device().is_cpu(), "clone: no CUDA copy yet for ", str());
+  std::memcpy(out.raw_data(), raw_data(), nbytes());
+  return out;
+}
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape) check(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  return Tensor(impl);
+}
+
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor out = empty(shape, dtype, device);
+  check(device.is_cpu(), "full: no CUDA fill yet");
+  dispatch_any(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    cpu::fill(static_cast<T*>(out.raw_data()), from_double_value<T>(value), out.numel());
+  });
+  return out;
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor scalar_tensor(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
+
+Tensor arange(int64_t n, DType dtype, Device device) {
+  check(n >= 0, "arange: n must be >= 0, got ", n);
+  Tensor host = empty({n}, dtype, Device::cpu());
+  for (int64_t i = 0; i < n; ++i) write_from_double(host.raw_data(), dtype, i, static_cast<double>(i));
+  return host.to(device);
+}
+
+Tensor view_of(const Tensor& base, const Shape& shape, int64_t offset) {
+  check_defined("view_of", base, "base");
+  const int64_t capacity = static_cast<int64_t>(base.storage()->bytes() / dtype_size(base.dtype()));
+  check(offset >= 0 && offset + shape_numel(shape) <= capacity, "view_of: shape ", shape_str(shape),
+        " at offset ", offset, " exceeds the storage of ", base.str());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = base.dtype();
+  impl->storage = base.storage();
+  impl->offset = offset;
+  return Tensor(impl);
+}
+
+double read_as_double(const void* data, DType dtype, int64_t index) {
+  double value = 0;
+  dispatch_any(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    value = to_double_value(static_cast<const T*>(data)[index]);
+  });
+  return value;
+}
+
+void write_from_double(void* data, DType dtype, int64_t index, double value) {
+  dispatch_any(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    static_cast<T*>(data)[index] = from_double_value<T>(value);
+  });
+}
+
+}  // namespace mcdl

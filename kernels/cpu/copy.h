@@ -1,0 +1,34 @@
+// Copy, conversion, fill and gradient accumulation on raw host buffers.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+#include "kernels/cpu/parallel.h"
+
+namespace mcdl::cpu {
+
+template <class Src, class Dst>
+void convert(const Src* src, Dst* dst, int64_t n) {
+  parallel_for(n, [&](int64_t i) { dst[i] = from_double_value<Dst>(to_double_value(src[i])); });
+}
+// float -> bf16 directly, so a value rounds once (not through double then float).
+inline void convert(const float* src, bf16* dst, int64_t n) {
+  parallel_for(n, [&](int64_t i) { dst[i] = bf16(src[i]); });
+}
+
+template <class T>
+void fill(T* dst, T value, int64_t n) {
+  parallel_for(n, [&](int64_t i) { dst[i] = value; });
+}
+
+// dst = src when overwrite, else dst += src.
+template <class T>
+void accumulate(T* dst, const T* src, int64_t n, bool overwrite) {
+  if (overwrite) {
+    parallel_for(n, [&](int64_t i) { dst[i] = src[i]; });
+  } else {
+    parallel_for(n, [&](int64_t i) { dst[i] += src[i]; });
+  }
+}
+
+}  // namespace mcdl::cpu

@@ -1,0 +1,54 @@
+// Matrix products on the host through OpenBLAS (row-major). Never a hand-written loop.
+#pragma once
+#include <cblas.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mcdl::cpu {
+
+// C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ; A is M×K after op, B is K×N.
+inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+// out[r, :] = bias for every row: the start value for a linear layer's GEMM with beta = 1.
+template <class T>
+void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
+  parallel_rows(rows, cols, [&](int64_t r) {
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = bias[c];
+  });
+}
+
+// out[c] (=|+=) Σ_r in[r, c]. Rows are summed in fixed blocks whose partial sums are added
+// in block order, so the result does not depend on the thread count.
+template <class T>
+void column_sums(const T* in, T* out, int64_t rows, int64_t cols, bool overwrite) {
+  constexpr int64_t block = 256;
+  const int64_t blocks = (rows + block - 1) / block;
+  std::vector<double> partial(static_cast<size_t>(blocks * cols), 0.0);
+  parallel_rows(blocks, block * cols, [&](int64_t b) {
+    double* acc = partial.data() + b * cols;
+    const int64_t end = (b + 1) * block < rows ? (b + 1) * block : rows;
+    for (int64_t r = b * block; r < end; ++r)
+      for (int64_t c = 0; c < cols; ++c) acc[c] += in[r * cols + c];
+  });
+  for (int64_t c = 0; c < cols; ++c) {
+    double s = 0.0;
+    for (int64_t b = 0; b < blocks; ++b) s += partial[static_cast<size_t>(b * cols + c)];
+    out[c] = overwrite ? static_cast<T>(s) : static_cast<T>(out[c] + s);
+  }
+}
+
+}  // namespace mcdl::cpu

@@ -1,0 +1,44 @@
+#include <doctest/doctest.h>
+
+#include "engine/ops/linalg.h"
+#include "tests/gradcheck.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, seed).set_requires_grad(true); }
+}  // namespace
+
+TEST_CASE("matmul: values of a small product") {
+  Tensor a = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+  CHECK(matmul(a, b).to_vector<double>() == std::vector<double>{4, 5, 10, 11});
+}
+
+TEST_CASE("matmul: gradients, 2-D, batched and with a shared right matrix") {
+  check_op("matmul 2d", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({3, 4}, 1), leaf({4, 5}, 2)});
+  check_op("matmul batched", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({2, 3, 3, 4}, 3), leaf({2, 3, 4, 2}, 4)});
+  check_op("matmul shared b", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({3, 2, 4}, 5), leaf({4, 3}, 6)});
+  check_op("matmul same input twice", [](auto& x) { return matmul(x[0], x[0]); }, {leaf({4, 4}, 7)});
+}
+
+TEST_CASE("linear: gradients with and without bias") {
+  check_op("linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, {leaf({2, 3, 5}, 8), leaf({4, 5}, 9), leaf({4}, 10)});
+  check_op("linear no bias", [](auto& x) { return linear(x[0], x[1]); }, {leaf({6, 5}, 11), leaf({3, 5}, 12)});
+  check_op("linear frozen weight", [](auto& x) { return linear(x[0], x[1], x[2]); },
+           {leaf({6, 5}, 13), random_tensor({3, 5}, 14), random_tensor({3}, 15)});
+}
+
+TEST_CASE("matmul and linear: shape, dtype and device errors name the op and shapes") {
+  Tensor a = zeros({2, 3}, DType::f64), b = zeros({4, 2}, DType::f64);
+  CHECK_THROWS_WITH(matmul(a, b), doctest::Contains("matmul: inner dimensions differ: f64[2, 3] cpu"));
+  CHECK_THROWS_WITH(matmul(a, zeros({3, 2}, DType::f32)), doctest::Contains("matmul: dtype mismatch"));
+  CHECK_THROWS_WITH(matmul(zeros({3}, DType::f64), a), doctest::Contains("at least 2 dimensions"));
+  CHECK_THROWS_WITH(matmul(zeros({2, 2, 3}, DType::f64), zeros({3, 3, 2}, DType::f64)),
+                    doctest::Contains("batch dimensions differ"));
+  CHECK_THROWS_WITH(linear(a, zeros({4, 5}, DType::f64)), doctest::Contains("linear: input f64[2, 3] cpu"));
+  CHECK_THROWS_WITH(linear(a, zeros({4, 3}, DType::f64), zeros({5}, DType::f64)), doctest::Contains("linear: bias"));
+  CHECK_THROWS_WITH(matmul(zeros({2, 2}, DType::i64), zeros({2, 2}, DType::i64)),
+                    doctest::Contains("matmul: expected an f32 or f64 tensor"));
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Installs the Debian packages the build needs, only those whose files are missing.
+# Usage: tools/install_deps.sh [--quiet]
+set -eu
+quiet=${1:-}
+
+# package : a file that proves it is installed
+missing=""
+for pair in \
+  libopenblas-dev:/usr/include/x86_64-linux-gnu/cblas.h \
+  doctest-dev:/usr/include/doctest/doctest.h \
+  libstb-dev:/usr/include/stb/stb_image.h \
+  zlib1g-dev:/usr/include/zlib.h \
+  nlohmann-json3-dev:/usr/include/nlohmann/json.hpp
+do
+  package=${pair%%:*}
+  file=${pair#*:}
+  if [ ! -e "$file" ] && [ ! -e "/usr/include/$(basename "$file")" ]; then
+    missing="$missing $package"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  [ "$quiet" = "--quiet" ] || echo "All build dependencies are installed."
+  exit 0
+fi
+
+echo "Installing missing build dependencies:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=""
+elif command -v sudo >/dev/null 2>&1; then
+  sudo="sudo"
+else
+  echo "error: need root (or sudo) to install:$missing" >&2
+  echo "Run as root: apt-get update && apt-get install -y$missing" >&2
+  exit 1
+fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
