@@ -1,0 +1,12 @@
+// The patch-embedding convolution of a vision transformer.
+#pragma once
+#include "engine/tensor.h"
+
+namespace mcdl {
+
+// nn.Conv2d with kernel_size = stride = P and no padding: x [B, C, H, W], weight [O, C, P, P]
+// and bias [O] (or an undefined Tensor for none) → [B, O, H/P, W/P]. H and W must be
+// divisible by P. Runs as im2col + GEMM.
+Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+}  // namespace mcdl

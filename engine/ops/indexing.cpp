@@ -1,0 +1,134 @@
+#include "engine/ops/indexing.h"
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "kernels/cpu/indexing.h"
+#include "kernels/cpu/shape.h"
+
+namespace mcdl {
+namespace {
+
+// Calls f(I{}) with I = int64_t or int32_t for an index tensor's dtype.
+template <class F>
+void dispatch_index(const char* op, const Tensor& indices, F&& f) {
+  switch (indices.dtype()) {
+    case DType::i64:
+      f(int64_t{});
+      return;
+    case DType::i32:
+      f(int32_t{});
+      return;
+    default:
+      fail(op, ": indices must be i64 or i32, got ", indices.str());
+  }
+}
+
+// The rows of x (n rows of shape row_shape) where mask [n] is 1, shared by masked_select
+// (rows of one element) and masked_select_rows.
+Tensor select_masked_rows(const char* op, const Tensor& x, const Tensor& mask, int64_t n, const Shape& row_shape) {
+  const int64_t row = shape_numel(row_shape);
+  Tensor out;
+  switch (x.device().type) {
+    case DeviceType::cpu: {
+      const uint8_t* m = mask.data<uint8_t>();
+      const int64_t bad = cpu::first_invalid_mask(m, n);
+      if (bad >= 0)
+        fail(op, ": mask value ", int{m[bad]}, " at position ", bad, " is not 0 or 1 (mask ", mask.str(), ")");
+      int64_t selected = 0;
+      const std::vector<int64_t> places = cpu::mask_places(m, n, selected);
+      Shape out_shape{selected};
+      out_shape.insert(out_shape.end(), row_shape.begin(), row_shape.end());
+      out = empty(out_shape, x.dtype(), x.device());
+      dispatch_any(x.dtype(), [&](auto zero) {
+        using Bits = cpu::bits_of<decltype(zero)>;
+        cpu::masked_gather_rows(static_cast<const Bits*>(x.raw_data()), places.data(), n,
+                                static_cast<Bits*>(out.raw_data()), row);
+      });
+      break;
+    }
+    case DeviceType::cuda:
+      fail_no_cuda_kernel(op);
+  }
+  record(out, op, {x}, [op, mask, n, row](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      int64_t selected = 0;
+      const std::vector<int64_t> places = cpu::mask_places(mask.data<uint8_t>(), n, selected);
+      GradMode mode;
+      Tensor& dx = sink.buffer(0, mode);
+      cpu::masked_scatter_rows(g.data<T>(), places.data(), n, dx.data<T>(), row, mode == GradMode::Overwrite);
+    });
+  });
+  return out;
+}
+
+void check_mask(const char* op, const Tensor& x, const Tensor& mask) {
+  check_defined(op, x, "x");
+  check_defined(op, mask, "mask");
+  check(mask.dtype() == DType::u8, op, ": mask must be u8, got ", mask.str());
+  check(mask.device() == x.device(), op, ": device mismatch between ", x.str(), " and mask ", mask.str());
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, const Tensor& indices) {
+  check_defined("index_select", x, "x");
+  check_defined("index_select", indices, "indices");
+  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x.str());
+  check(indices.dtype() == DType::i64 || indices.dtype() == DType::i32,
+        "index_select: indices must be i64 or i32, got ", indices.str());
+  check(indices.dim() == 1, "index_select: indices must be 1-D, got ", indices.str());
+  check(indices.device() == x.device(), "index_select: device mismatch between ", x.str(), " and indices ",
+        indices.str());
+  const int64_t rows = x.size(0), count = indices.size(0);
+  const int64_t row = shape_numel(Shape(x.shape().begin() + 1, x.shape().end()));
+  Shape out_shape = x.shape();
+  out_shape[0] = count;
+  Tensor out = empty(out_shape, x.dtype(), x.device());
+  switch (x.device().type) {
+    case DeviceType::cpu:
+      dispatch_index("index_select", indices, [&](auto index_zero) {
+        using I = decltype(index_zero);
+        const I* idx = indices.data<I>();
+        const int64_t bad = cpu::first_invalid_index(idx, count, rows);
+        if (bad >= 0)
+          fail("index_select: index ", idx[bad], " at position ", bad, " is out of range for ", rows, " rows of ",
+               x.str());
+        dispatch_any(x.dtype(), [&](auto zero) {
+          using Bits = cpu::bits_of<decltype(zero)>;
+          cpu::gather_rows(static_cast<const Bits*>(x.raw_data()), idx, static_cast<Bits*>(out.raw_data()), count, row);
+        });
+      });
+      break;
+    case DeviceType::cuda:
+      fail_no_cuda_kernel("index_select");
+  }
+  record(out, "index_select", {x}, [indices, rows, count, row](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), "index_select", [&](auto zero) {
+      using T = decltype(zero);
+      dispatch_index("index_select", indices, [&](auto index_zero) {
+        using I = decltype(index_zero);
+        GradMode mode;
+        Tensor& dx = sink.buffer(0, mode);
+        cpu::scatter_add_rows(g.data<T>(), indices.data<I>(), dx.data<T>(), count, rows, row,
+                              mode == GradMode::Overwrite);
+      });
+    });
+  });
+  return out;
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  check_mask("masked_select", x, mask);
+  check(mask.shape() == x.shape(), "masked_select: mask ", mask.str(), " does not match x ", x.str());
+  return select_masked_rows("masked_select", x, mask, x.numel(), {});
+}
+
+Tensor masked_select_rows(const Tensor& x, const Tensor& mask) {
+  check_mask("masked_select_rows", x, mask);
+  check(x.dim() >= 1 && mask.dim() == 1 && mask.size(0) == x.size(0), "masked_select_rows: mask ", mask.str(),
+        " must be [N] for x ", x.str(), " [N, ...]");
+  return select_masked_rows("masked_select_rows", x, mask, x.size(0), Shape(x.shape().begin() + 1, x.shape().end()));
+}
+
+}  // namespace mcdl

@@ -1,0 +1,84 @@
+// Data movement for the shape ops: permuting axes and moving blocks along one axis (slice,
+// concat and their gradients) on raw host buffers.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mcdl::cpu {
+
+// The unsigned integer as wide as T. Forward data movement copies every dtype (bf16 and the
+// integer types included) bit for bit through it, so one kernel serves all dtypes while the
+// gradient path (overwrite = false) runs on float/double.
+template <class T>
+using bits_of = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+
+// dst = src permuted: dst axis d is src axis perm[d]. src has shape src_shape[0..rank).
+// Writes every element of dst (dst = value when overwrite, else dst += value).
+template <class T>
+void permute(const T* src, T* dst, const int64_t* src_shape, const int64_t* perm, int64_t rank, bool overwrite) {
+  if (rank == 0) {
+    dst[0] = overwrite ? src[0] : dst[0] + src[0];
+    return;
+  }
+  std::vector<int64_t> src_strides(static_cast<size_t>(rank), 1), dst_shape(static_cast<size_t>(rank));
+  for (int64_t d = rank - 2; d >= 0; --d) src_strides[d] = src_strides[d + 1] * src_shape[d + 1];
+  for (int64_t d = 0; d < rank; ++d) dst_shape[d] = src_shape[perm[d]];
+  // One dst row (the last dst axis) at a time; its elements are src_strides[perm.back()] apart.
+  const int64_t cols = dst_shape[rank - 1], col_stride = src_strides[perm[rank - 1]];
+  int64_t rows = 1;
+  for (int64_t d = 0; d < rank - 1; ++d) rows *= dst_shape[d];
+  parallel_rows(rows, cols, [&](int64_t r) {
+    int64_t src_base = 0;
+    for (int64_t d = rank - 2, rest = r; d >= 0; --d) {
+      src_base += (rest % dst_shape[d]) * src_strides[perm[d]];
+      rest /= dst_shape[d];
+    }
+    T* out = dst + r * cols;
+    if (overwrite) {
+      for (int64_t c = 0; c < cols; ++c) out[c] = src[src_base + c * col_stride];
+    } else {
+      for (int64_t c = 0; c < cols; ++c) out[c] += src[src_base + c * col_stride];
+    }
+  });
+}
+
+// Moves `count` positions along an axis: src viewed as [outer, src_axis, inner] and dst as
+// [outer, dst_axis, inner]; src positions [src_start, src_start + count) go to dst positions
+// [dst_start, dst_start + count). Other dst positions are left untouched.
+template <class T>
+void copy_axis_block(const T* src, int64_t src_axis, int64_t src_start, T* dst, int64_t dst_axis, int64_t dst_start,
+                     int64_t outer, int64_t count, int64_t inner, bool overwrite) {
+  const int64_t block = count * inner;
+  parallel_rows(outer, block, [&](int64_t o) {
+    const T* from = src + (o * src_axis + src_start) * inner;
+    T* to = dst + (o * dst_axis + dst_start) * inner;
+    if (overwrite) {
+      for (int64_t i = 0; i < block; ++i) to[i] = from[i];
+    } else {
+      for (int64_t i = 0; i < block; ++i) to[i] += from[i];
+    }
+  });
+}
+
+// Gradient of a slice: dst [outer, axis, inner] receives grad [outer, count, inner] at
+// positions [start, start + count). In overwrite mode the other positions become zero; in
+// accumulate mode they are left as they are.
+template <class T>
+void slice_backward(const T* grad, T* dst, int64_t outer, int64_t axis, int64_t start, int64_t count, int64_t inner,
+                    bool overwrite) {
+  if (overwrite) {
+    parallel_rows(outer, axis * inner, [&](int64_t o) {
+      T* row = dst + o * axis * inner;
+      for (int64_t i = 0; i < start * inner; ++i) row[i] = T(0);
+      for (int64_t i = (start + count) * inner; i < axis * inner; ++i) row[i] = T(0);
+    });
+  }
+  copy_axis_block(grad, count, 0, dst, axis, start, outer, count, inner, overwrite);
+}
+
+}  // namespace mcdl::cpu
