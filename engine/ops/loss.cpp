@@ -1,0 +1,154 @@
+#include "engine/ops/loss.h"
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "kernels/cpu/loss.h"
+
+namespace mcdl {
+namespace {
+
+// logits [N, C] with N > 0 (the mean of an empty batch is undefined).
+void check_logits(const char* op, const Tensor& logits) {
+  check_floating(op, logits);
+  check(logits.dim() == 2, op, ": logits must be [N, C], got ", logits.str());
+  check(logits.size(0) > 0 && logits.size(1) > 0, op, ": logits ", logits.str(),
+        " are empty; the mean over no samples is undefined");
+}
+
+// Throws on the first target outside [0, classes), naming its value and position.
+template <class Index>
+void check_target_range(const Tensor& targets, int64_t classes) {
+  const Index* t = targets.data<Index>();
+  for (int64_t n = 0; n < targets.numel(); ++n) {
+    check(t[n] >= 0 && t[n] < classes, "cross_entropy: target ", static_cast<int64_t>(t[n]), " at position ", n,
+          " is out of range for ", classes, " classes [0, ", classes, ")");
+  }
+}
+
+// Calls f(Index{}) with the targets' integer type.
+template <class F>
+void dispatch_index(const Tensor& targets, F&& f) {
+  switch (targets.dtype()) {
+    case DType::i64: f(int64_t{}); return;
+    case DType::i32: f(int32_t{}); return;
+    default: fail("cross_entropy: targets must be i64 or i32 class indices, got ", targets.str());
+  }
+}
+
+// The upstream gradient of a 0-dim loss.
+template <class T>
+double scalar_grad(const Tensor& g) {
+  return static_cast<double>(g.data<T>()[0]);
+}
+
+template <class T>
+T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
+  return sink.needed(input) ? sink.buffer(input, mode).data<T>() : nullptr;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  check_logits("cross_entropy", logits);
+  check_defined("cross_entropy", targets, "targets");
+  const int64_t rows = logits.size(0), classes = logits.size(1);
+  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets.str(), " do not match logits ",
+        logits.str(), " (expected [", rows, "])");
+  check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits.str(), " and ",
+        targets.str());
+  Tensor out = empty({}, logits.dtype(), logits.device());
+  Tensor lse = empty({rows}, logits.dtype(), logits.device());
+  switch (logits.device().type) {
+    case DeviceType::cpu:
+      dispatch_index(targets, [&](auto index_zero) {
+        using Index = decltype(index_zero);
+        check_target_range<Index>(targets, classes);
+        dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
+          using T = decltype(zero);
+          out.data<T>()[0] = static_cast<T>(
+              cpu::cross_entropy_forward(logits.data<T>(), targets.data<Index>(), lse.data<T>(), rows, classes));
+        });
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel("cross_entropy");
+  }
+  record(out, "cross_entropy", {logits}, [logits, targets, lse, rows, classes](const Tensor& g, GradSink& sink) {
+    dispatch_index(targets, [&](auto index_zero) {
+      using Index = decltype(index_zero);
+      dispatch_floating(g.dtype(), "cross_entropy backward", [&](auto zero) {
+        using T = decltype(zero);
+        GradMode mode;
+        Tensor& dlogits = sink.buffer(0, mode);
+        cpu::cross_entropy_backward(logits.data<T>(), targets.data<Index>(), lse.data<T>(),
+                                    scalar_grad<T>(g) / static_cast<double>(rows), dlogits.data<T>(), rows,
+                                    classes, mode == GradMode::Overwrite);
+      });
+    });
+  });
+  return out;
+}
+
+Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
+  check_logits("cross_entropy_soft", logits);
+  check_same_dtype_device("cross_entropy_soft", logits, target_probs);
+  check(target_probs.shape() == logits.shape(), "cross_entropy_soft: target_probs ", target_probs.str(),
+        " do not match logits ", logits.str());
+  const int64_t rows = logits.size(0), classes = logits.size(1);
+  Tensor out = empty({}, logits.dtype(), logits.device());
+  Tensor lse = empty({rows}, logits.dtype(), logits.device());
+  switch (logits.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(logits.dtype(), "cross_entropy_soft", [&](auto zero) {
+        using T = decltype(zero);
+        out.data<T>()[0] = static_cast<T>(
+            cpu::cross_entropy_soft_forward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(), rows, classes));
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel("cross_entropy_soft");
+  }
+  record(out, "cross_entropy_soft", {logits, target_probs},
+         [logits, target_probs, lse, rows, classes](const Tensor& g, GradSink& sink) {
+           dispatch_floating(g.dtype(), "cross_entropy_soft backward", [&](auto zero) {
+             using T = decltype(zero);
+             GradMode logits_mode = GradMode::Overwrite, probs_mode = GradMode::Overwrite;
+             T* dlogits = grad_or_null<T>(sink, 0, logits_mode);
+             T* dprobs = grad_or_null<T>(sink, 1, probs_mode);
+             cpu::cross_entropy_soft_backward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(),
+                                              scalar_grad<T>(g) / static_cast<double>(rows), dlogits,
+                                              logits_mode == GradMode::Overwrite, dprobs,
+                                              probs_mode == GradMode::Overwrite, rows, classes);
+           });
+         });
+  return out;
+}
+
+Tensor mse_loss(const Tensor& a, const Tensor& b) {
+  check_floating("mse_loss", a);
+  check_same_dtype_device("mse_loss", a, b);
+  check(a.shape() == b.shape(), "mse_loss: shapes differ: ", a.str(), " vs ", b.str());
+  check(a.numel() > 0, "mse_loss: inputs ", a.str(), " are empty; the mean over no elements is undefined");
+  const int64_t n = a.numel();
+  Tensor out = empty({}, a.dtype(), a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), "mse_loss", [&](auto zero) {
+        using T = decltype(zero);
+        out.data<T>()[0] = static_cast<T>(cpu::mse_forward(a.data<T>(), b.data<T>(), n));
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel("mse_loss");
+  }
+  record(out, "mse_loss", {a, b}, [a, b, n](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), "mse_loss backward", [&](auto zero) {
+      using T = decltype(zero);
+      GradMode a_mode = GradMode::Overwrite, b_mode = GradMode::Overwrite;
+      T* da = grad_or_null<T>(sink, 0, a_mode);
+      T* db = grad_or_null<T>(sink, 1, b_mode);
+      cpu::mse_backward(a.data<T>(), b.data<T>(), scalar_grad<T>(g) / static_cast<double>(n), da,
+                        a_mode == GradMode::Overwrite, db, b_mode == GradMode::Overwrite, n);
+    });
+  });
+  return out;
+}
+
+}  // namespace mcdl

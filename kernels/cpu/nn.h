@@ -1,0 +1,249 @@
+// Fused CPU kernels for the neural-network ops of engine/ops/nn.h: one forward and one
+// backward function per op (each maps to one CUDA kernel later). Rows are independent and run
+// in parallel; every reduction inside a row accumulates in double in index order, so results
+// do not depend on the thread count. Gradient kernels take `overwrite` (dst = value) or
+// accumulate (dst += value); a null gradient pointer means that gradient is not wanted.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mcdl::cpu {
+
+// dst = value (overwrite) or dst += value, rounded once to T.
+template <class T>
+inline void write_grad(T& dst, double value, bool overwrite) {
+  dst = overwrite ? static_cast<T>(value) : static_cast<T>(dst + value);
+}
+
+// ---- gelu: exact erf form 0.5·x·(1 + erf(x/√2)) (PyTorch nn.GELU, approximate='none') --------
+template <class T>
+void gelu_forward(const T* x, T* y, int64_t n) {
+  constexpr double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  parallel_for(n, [&](int64_t i) {
+    const double v = x[i];
+    y[i] = static_cast<T>(0.5 * v * (1.0 + std::erf(v * inv_sqrt2)));
+  });
+}
+
+// d gelu/dx = Φ(x) + x·φ(x), with Φ, φ the standard normal CDF and density.
+template <class T>
+void gelu_backward(const T* x, const T* grad_out, T* grad_in, int64_t n, bool overwrite) {
+  constexpr double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  constexpr double inv_sqrt_2pi = std::numbers::inv_sqrtpi * inv_sqrt2;
+  parallel_for(n, [&](int64_t i) {
+    const double v = x[i];
+    const double slope = 0.5 * (1.0 + std::erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * std::exp(-0.5 * v * v);
+    write_grad(grad_in[i], grad_out[i] * slope, overwrite);
+  });
+}
+
+// ---- layer_norm over the last dimension (rows × d) ---------------------------------------------
+// y = (x − mean)·rstd·gamma + beta with the biased variance, rstd = 1/√(var + eps) (PyTorch).
+// gamma / beta may be null (no affine). Saves mean and rstd per row for the backward.
+template <class T>
+void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t rows,
+                        int64_t d, double eps) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* xr = x + r * d;
+    T* yr = y + r * d;
+    double sum = 0.0;
+    for (int64_t c = 0; c < d; ++c) sum += xr[c];
+    const double mu = sum / static_cast<double>(d);
+    double squares = 0.0;  // two passes: no cancellation for rows with a large mean
+    for (int64_t c = 0; c < d; ++c) squares += (xr[c] - mu) * (xr[c] - mu);
+    const double rs = 1.0 / std::sqrt(squares / static_cast<double>(d) + eps);
+    for (int64_t c = 0; c < d; ++c) {
+      double v = (xr[c] - mu) * rs;
+      if (gamma) v *= gamma[c];
+      if (beta) v += beta[c];
+      yr[c] = static_cast<T>(v);
+    }
+    mean[r] = static_cast<T>(mu);
+    rstd[r] = static_cast<T>(rs);
+  });
+}
+
+// dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = g·gamma and x̂ = (x − mean)·rstd.
+template <class T>
+void layer_norm_backward_input(const T* x, const T* gamma, const T* mean, const T* rstd, const T* grad_out,
+                               T* grad_x, int64_t rows, int64_t d, bool overwrite) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* xr = x + r * d;
+    const T* gr = grad_out + r * d;
+    T* dxr = grad_x + r * d;
+    const double mu = mean[r], rs = rstd[r];
+    double sum_g = 0.0, sum_gx = 0.0;
+    for (int64_t c = 0; c < d; ++c) {
+      const double gh = gamma ? gr[c] * static_cast<double>(gamma[c]) : static_cast<double>(gr[c]);
+      sum_g += gh;
+      sum_gx += gh * (xr[c] - mu) * rs;
+    }
+    const double mean_g = sum_g / static_cast<double>(d), mean_gx = sum_gx / static_cast<double>(d);
+    for (int64_t c = 0; c < d; ++c) {
+      const double gh = gamma ? gr[c] * static_cast<double>(gamma[c]) : static_cast<double>(gr[c]);
+      write_grad(dxr[c], rs * (gh - mean_g - (xr[c] - mu) * rs * mean_gx), overwrite);
+    }
+  });
+}
+
+// dgamma = Σ_rows g·x̂, dbeta = Σ_rows g. Rows are summed in fixed blocks whose partial sums
+// are added in block order (deterministic for any thread count). Either output may be null.
+// dgamma[c] is written before dbeta[c], so the two may share one buffer.
+template <class T>
+void layer_norm_backward_affine(const T* x, const T* mean, const T* rstd, const T* grad_out, T* grad_gamma,
+                                bool overwrite_gamma, T* grad_beta, bool overwrite_beta, int64_t rows, int64_t d) {
+  constexpr int64_t block = 256;
+  const int64_t blocks = (rows + block - 1) / block;
+  std::vector<double> partial_gamma(static_cast<size_t>(blocks * d), 0.0);
+  std::vector<double> partial_beta(static_cast<size_t>(blocks * d), 0.0);
+  parallel_rows(blocks, block * d, [&](int64_t b) {
+    double* acc_gamma = partial_gamma.data() + b * d;
+    double* acc_beta = partial_beta.data() + b * d;
+    const int64_t end = std::min((b + 1) * block, rows);
+    for (int64_t r = b * block; r < end; ++r) {
+      const double mu = mean[r], rs = rstd[r];
+      for (int64_t c = 0; c < d; ++c) {
+        const double g = grad_out[r * d + c];
+        acc_gamma[c] += g * (x[r * d + c] - mu) * rs;
+        acc_beta[c] += g;
+      }
+    }
+  });
+  for (int64_t c = 0; c < d; ++c) {
+    double sum_gamma = 0.0, sum_beta = 0.0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      sum_gamma += partial_gamma[static_cast<size_t>(b * d + c)];
+      sum_beta += partial_beta[static_cast<size_t>(b * d + c)];
+    }
+    if (grad_gamma) write_grad(grad_gamma[c], sum_gamma, overwrite_gamma);
+    if (grad_beta) write_grad(grad_beta[c], sum_beta, overwrite_beta);
+  }
+}
+
+// ---- softmax / log_softmax over the last dimension ---------------------------------------------
+// log Σ exp(x) of one row, with the row maximum subtracted first so no exp overflows.
+template <class T>
+double row_log_sum_exp(const T* x, int64_t d) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < d; ++c) top = std::max(top, static_cast<double>(x[c]));
+  double sum = 0.0;
+  for (int64_t c = 0; c < d; ++c) sum += std::exp(x[c] - top);
+  return top + std::log(sum);
+}
+
+template <class T>
+void softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const double lse = row_log_sum_exp(x + r * d, d);
+    for (int64_t c = 0; c < d; ++c) y[r * d + c] = static_cast<T>(std::exp(x[r * d + c] - lse));
+  });
+}
+
+template <class T>
+void log_softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const double lse = row_log_sum_exp(x + r * d, d);
+    for (int64_t c = 0; c < d; ++c) y[r * d + c] = static_cast<T>(x[r * d + c] - lse);
+  });
+}
+
+// From the output y = softmax(x): dx = y·(g − Σ g·y).
+template <class T>
+void softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* yr = y + r * d;
+    const T* gr = grad_out + r * d;
+    double dot = 0.0;
+    for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(gr[c]) * yr[c];
+    for (int64_t c = 0; c < d; ++c) write_grad(grad_x[r * d + c], yr[c] * (gr[c] - dot), overwrite);
+  });
+}
+
+// From the output y = log_softmax(x): dx = g − exp(y)·Σ g.
+template <class T>
+void log_softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* yr = y + r * d;
+    const T* gr = grad_out + r * d;
+    double sum = 0.0;
+    for (int64_t c = 0; c < d; ++c) sum += gr[c];
+    for (int64_t c = 0; c < d; ++c)
+      write_grad(grad_x[r * d + c], gr[c] - std::exp(static_cast<double>(yr[c])) * sum, overwrite);
+  });
+}
+
+// ---- l2_normalize: y = x / max(‖x‖₂, eps) per row (PyTorch F.normalize) -------------------------
+template <class T>
+double row_l2_norm(const T* x, int64_t d) {
+  double squares = 0.0;  // in double: squares of small f32 values do not underflow
+  for (int64_t c = 0; c < d; ++c) squares += static_cast<double>(x[c]) * x[c];
+  return std::sqrt(squares);
+}
+
+template <class T>
+void l2_normalize_forward(const T* x, T* y, T* norm, int64_t rows, int64_t d, double eps) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const double n = row_l2_norm(x + r * d, d);
+    const double denom = std::max(n, eps);
+    for (int64_t c = 0; c < d; ++c) y[r * d + c] = static_cast<T>(x[r * d + c] / denom);
+    norm[r] = static_cast<T>(n);
+  });
+}
+
+// Where the norm is at least eps: dx = g/n − x·(x·g)/n³. Below eps the denominator is the
+// constant eps, so dx = g/eps (PyTorch's clamp_min passes the gradient where norm >= eps).
+template <class T>
+void l2_normalize_backward(const T* x, const T* norm, const T* grad_out, T* grad_x, int64_t rows, int64_t d,
+                           double eps, bool overwrite) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* xr = x + r * d;
+    const T* gr = grad_out + r * d;
+    const double n = norm[r];
+    if (n >= eps) {
+      double dot = 0.0;
+      for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(xr[c]) * gr[c];
+      const double scale = dot / (n * n * n);
+      for (int64_t c = 0; c < d; ++c) write_grad(grad_x[r * d + c], gr[c] / n - xr[c] * scale, overwrite);
+    } else {
+      for (int64_t c = 0; c < d; ++c) write_grad(grad_x[r * d + c], gr[c] / eps, overwrite);
+    }
+  });
+}
+
+// ---- weight_norm: w[r, :] = g[r]·v[r, :] / ‖v[r, :]‖ (PyTorch weight_norm, dim=0) --------------
+template <class T>
+void weight_norm_forward(const T* v, const T* g, T* w, T* norm, int64_t rows, int64_t d) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const double n = row_l2_norm(v + r * d, d);
+    const double scale = g[r] / n;
+    for (int64_t c = 0; c < d; ++c) w[r * d + c] = static_cast<T>(v[r * d + c] * scale);
+    norm[r] = static_cast<T>(n);
+  });
+}
+
+// With gw the gradient of w: dg = (v·gw)/n and dv = (g/n)·(gw − v·(v·gw)/n²). Either output
+// may be null; per row dv is written before dg, so the two may share one buffer.
+template <class T>
+void weight_norm_backward(const T* v, const T* g, const T* norm, const T* grad_w, T* grad_v, bool overwrite_v,
+                          T* grad_g, bool overwrite_g, int64_t rows, int64_t d) {
+  parallel_rows(rows, d, [&](int64_t r) {
+    const T* vr = v + r * d;
+    const T* gwr = grad_w + r * d;
+    const double n = norm[r];
+    double dot = 0.0;
+    for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(vr[c]) * gwr[c];
+    if (grad_v) {
+      const double scale = g[r] / n, projection = dot / (n * n);
+      for (int64_t c = 0; c < d; ++c) write_grad(grad_v[r * d + c], scale * (gwr[c] - vr[c] * projection), overwrite_v);
+    }
+    if (grad_g) write_grad(grad_g[r], dot / n, overwrite_g);
+  });
+}
+
+}  // namespace mcdl::cpu
