@@ -1,0 +1,200 @@
+#include "engine/ops/elementwise.h"
+
+#include <algorithm>
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "kernels/cpu/elementwise.h"
+
+namespace mcdl {
+namespace {
+
+// How the operands of a binary op map onto its output, picked once per call.
+struct BroadcastLayout {
+  enum class Kind {
+    same,     // a and b have the output's shape
+    rows,     // a has the output's shape [rows, cols]; b (leading 1s aside) is its trailing dims
+    strided,  // anything else
+  };
+  Kind kind = Kind::same;
+  Shape out;
+  int64_t rows = 0, cols = 0;  // Kind::rows
+  Shape a_shape, b_shape;      // Kind::strided: operand shapes left-padded with 1s to out's rank,
+  Shape a_strides, b_strides;  // and their element strides per output dim (0 where broadcast)
+};
+
+Shape left_padded(const Shape& shape, size_t rank) {
+  Shape padded(rank - shape.size(), 1);
+  padded.insert(padded.end(), shape.begin(), shape.end());
+  return padded;
+}
+
+Shape broadcast_strides(const Shape& padded) {
+  Shape strides(padded.size());
+  int64_t stride = 1;
+  for (size_t d = padded.size(); d-- > 0;) {
+    strides[d] = padded[d] == 1 ? 0 : stride;
+    stride *= padded[d];
+  }
+  return strides;
+}
+
+// b, without its leading 1s, equals the trailing dimensions of a.
+bool is_trailing_part(const Shape& b, const Shape& a) {
+  const auto first = std::find_if(b.begin(), b.end(), [](int64_t d) { return d != 1; });
+  const size_t n = static_cast<size_t>(b.end() - first);
+  return n <= a.size() && std::equal(first, b.end(), a.end() - static_cast<std::ptrdiff_t>(n));
+}
+
+BroadcastLayout broadcast_layout(const char* op, const Tensor& a, const Tensor& b) {
+  BroadcastLayout layout;
+  layout.out = broadcast_shape(op, a.shape(), b.shape());
+  if (a.shape() == b.shape()) return layout;
+  const size_t rank = layout.out.size();
+  if (left_padded(a.shape(), rank) == layout.out && b.numel() > 0 && is_trailing_part(b.shape(), a.shape())) {
+    layout.kind = BroadcastLayout::Kind::rows;
+    layout.cols = b.numel();
+    layout.rows = a.numel() / layout.cols;
+    return layout;
+  }
+  layout.kind = BroadcastLayout::Kind::strided;
+  layout.a_shape = left_padded(a.shape(), rank);
+  layout.b_shape = left_padded(b.shape(), rank);
+  layout.a_strides = broadcast_strides(layout.a_shape);
+  layout.b_strides = broadcast_strides(layout.b_shape);
+  return layout;
+}
+
+template <class Op, class T>
+void binary_forward(const BroadcastLayout& l, const T* a, const T* b, T* out) {
+  switch (l.kind) {
+    case BroadcastLayout::Kind::same: cpu::binary_same<Op>(a, b, out, shape_numel(l.out)); return;
+    case BroadcastLayout::Kind::rows: cpu::binary_rows<Op>(a, b, out, l.rows, l.cols); return;
+    case BroadcastLayout::Kind::strided:
+      cpu::binary_strided<Op>(a, l.a_strides.data(), b, l.b_strides.data(), out, l.out.data(),
+                              static_cast<int64_t>(l.out.size()));
+      return;
+  }
+}
+
+// dst (=|+=) the gradient of operand `side`, summed over the dimensions it was broadcast along.
+template <cpu::Operand side, class Op, class T>
+void binary_backward(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
+  switch (l.kind) {
+    case BroadcastLayout::Kind::same:
+      cpu::binary_grad_same<side, Op>(g, a, b, dst, shape_numel(l.out), overwrite);
+      return;
+    case BroadcastLayout::Kind::rows:
+      if constexpr (side == cpu::Operand::x) {
+        cpu::binary_grad_rows_full<side, Op>(g, a, b, dst, l.rows, l.cols, overwrite);
+      } else {
+        cpu::binary_grad_rows_reduced<side, Op>(g, a, b, dst, l.rows, l.cols, overwrite);
+      }
+      return;
+    case BroadcastLayout::Kind::strided: {
+      const Shape& target = side == cpu::Operand::x ? l.a_shape : l.b_shape;
+      cpu::binary_grad_strided<side, Op>(g, a, l.a_strides.data(), b, l.b_strides.data(), l.out.data(),
+                                         target.data(), static_cast<int64_t>(l.out.size()), dst, overwrite);
+      return;
+    }
+  }
+}
+
+template <class Op>
+Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
+  check_same_dtype_device(op, a, b);
+  check_floating(op, a);
+  const BroadcastLayout layout = broadcast_layout(op, a, b);
+  Tensor out = empty(layout.out, a.dtype(), a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        binary_forward<Op>(layout, a.data<T>(), b.data<T>(), out.data<T>());
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel(op);
+  }
+  // add and sub need only the output gradient: they keep no input alive.
+  const Tensor saved_a = Op::uses_inputs ? a : Tensor(), saved_b = Op::uses_inputs ? b : Tensor();
+  record(out, op, {a, b}, [op, layout, saved_a, saved_b](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      const T* ap = saved_a.defined() ? saved_a.data<T>() : nullptr;
+      const T* bp = saved_b.defined() ? saved_b.data<T>() : nullptr;
+      GradMode mode;
+      if (sink.needed(0)) {
+        Tensor& da = sink.buffer(0, mode);
+        binary_backward<cpu::Operand::x, Op>(layout, g.data<T>(), ap, bp, da.data<T>(), mode == GradMode::Overwrite);
+      }
+      if (sink.needed(1)) {
+        Tensor& db = sink.buffer(1, mode);
+        binary_backward<cpu::Operand::y, Op>(layout, g.data<T>(), ap, bp, db.data<T>(), mode == GradMode::Overwrite);
+      }
+    });
+  });
+  return out;
+}
+
+template <class Op>
+Tensor unary(const char* op_name, const Tensor& a, const Op& op) {
+  check_floating(op_name, a);
+  Tensor out = empty(a.shape(), a.dtype(), a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), op_name, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::unary_forward(a.data<T>(), out.data<T>(), a.numel(), op);
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel(op_name);
+  }
+  // Keep only what the derivative reads; the output through detach() (no cycle).
+  const Tensor saved_in = Op::uses_input ? a : Tensor();
+  const Tensor saved_out = Op::uses_output ? out.detach() : Tensor();
+  record(out, op_name, {a}, [op_name, op, saved_in, saved_out](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), op_name, [&](auto zero) {
+      using T = decltype(zero);
+      GradMode mode;
+      Tensor& da = sink.buffer(0, mode);
+      cpu::unary_backward(g.data<T>(), saved_in.defined() ? saved_in.data<T>() : nullptr,
+                          saved_out.defined() ? saved_out.data<T>() : nullptr, da.data<T>(), g.numel(),
+                          mode == GradMode::Overwrite, op);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Shape broadcast_shape(const char* op, const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  const Shape pa = left_padded(a, rank), pb = left_padded(b, rank);
+  Shape out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    check(pa[d] == pb[d] || pa[d] == 1 || pb[d] == 1, op, ": cannot broadcast shapes ", shape_str(a), " and ",
+          shape_str(b), ": sizes ", pa[d], " and ", pb[d], " differ and neither is 1");
+    out[d] = pa[d] == 1 ? pb[d] : pa[d];
+  }
+  return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary<cpu::Add>("add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary<cpu::Sub>("sub", a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary<cpu::Mul>("mul", a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary<cpu::Div>("div", a, b); }
+
+Tensor add(const Tensor& a, double s) { return unary("add", a, cpu::AddScalar{s}); }
+Tensor sub(const Tensor& a, double s) { return unary("sub", a, cpu::SubScalar{s}); }
+Tensor rsub(double s, const Tensor& a) { return unary("rsub", a, cpu::RSubScalar{s}); }
+Tensor mul(const Tensor& a, double s) { return unary("mul", a, cpu::MulScalar{s}); }
+Tensor div(const Tensor& a, double s) { return unary("div", a, cpu::DivScalar{s}); }
+Tensor rdiv(double s, const Tensor& a) { return unary("rdiv", a, cpu::RDivScalar{s}); }
+
+Tensor neg(const Tensor& a) { return unary("neg", a, cpu::Neg{}); }
+Tensor exp(const Tensor& a) { return unary("exp", a, cpu::Exp{}); }
+Tensor log(const Tensor& a) { return unary("log", a, cpu::Log{}); }
+Tensor sqrt(const Tensor& a) { return unary("sqrt", a, cpu::Sqrt{}); }
+Tensor pow(const Tensor& a, double exponent) { return unary("pow", a, cpu::PowScalar{exponent}); }
+
+}  // namespace mcdl

@@ -1,0 +1,130 @@
+#include "engine/ops/reduce.h"
+
+#include <algorithm>
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "kernels/cpu/reduce.h"
+
+namespace mcdl {
+namespace {
+
+// The input viewed as [outer, len, inner] with the reduced elements in the middle.
+struct ReduceGeometry {
+  int64_t outer = 1, len = 1, inner = 1;
+  Shape out_shape;
+};
+
+ReduceGeometry all_geometry(const char* op, const Tensor& a) {
+  check_floating(op, a);
+  check(a.numel() > 0, op, ": empty reduction: ", a.str(), " has no elements");
+  return {1, a.numel(), 1, {}};
+}
+
+ReduceGeometry axis_geometry(const char* op, const Tensor& a, int64_t axis, bool keepdim) {
+  check_floating(op, a);
+  const int64_t rank = a.dim();
+  const int64_t d = normalize_axis(op, axis, std::max<int64_t>(rank, 1));
+  ReduceGeometry geo{1, 1, 1, a.shape()};
+  if (rank == 0) return geo;  // the single element of a 0-dim tensor
+  for (int64_t i = 0; i < d; ++i) geo.outer *= a.size(i);
+  geo.len = a.size(d);
+  for (int64_t i = d + 1; i < rank; ++i) geo.inner *= a.size(i);
+  check(geo.len > 0, op, ": empty reduction over axis ", axis, " of ", a.str());
+  if (keepdim) {
+    geo.out_shape[static_cast<size_t>(d)] = 1;
+  } else {
+    geo.out_shape.erase(geo.out_shape.begin() + d);
+  }
+  return geo;
+}
+
+// Sum (divisor 1) or mean (divisor len) over the middle of the geometry.
+Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, double divisor) {
+  Tensor out = empty(geo.out_shape, a.dtype(), a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::sum_axis(a.data<T>(), out.data<T>(), geo.outer, geo.len, geo.inner, divisor);
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel(op);
+  }
+  record(out, op, {a}, [op, geo, divisor](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      GradMode mode;
+      Tensor& da = sink.buffer(0, mode);
+      cpu::sum_axis_backward(g.data<T>(), da.data<T>(), geo.outer, geo.len, geo.inner, divisor,
+                             mode == GradMode::Overwrite);
+    });
+  });
+  return out;
+}
+
+// The maximum over the middle of the geometry; the gradient goes to the first maximal element.
+Tensor max_over(const char* op, const Tensor& a, const ReduceGeometry& geo) {
+  Tensor out = empty(geo.out_shape, a.dtype(), a.device());
+  Tensor index = empty(geo.out_shape, DType::i64, a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        cpu::max_axis(a.data<T>(), out.data<T>(), index.data<int64_t>(), geo.outer, geo.len, geo.inner);
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel(op);
+  }
+  record(out, op, {a}, [op, geo, index](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      GradMode mode;
+      Tensor& da = sink.buffer(0, mode);
+      cpu::max_axis_backward(g.data<T>(), index.data<int64_t>(), da.data<T>(), geo.outer, geo.len, geo.inner,
+                             mode == GradMode::Overwrite);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return sum_over("sum", a, all_geometry("sum", a), 1.0); }
+
+Tensor mean(const Tensor& a) {
+  const ReduceGeometry geo = all_geometry("mean", a);
+  return sum_over("mean", a, geo, static_cast<double>(geo.len));
+}
+
+Tensor max(const Tensor& a) { return max_over("max", a, all_geometry("max", a)); }
+
+Tensor sum(const Tensor& a, int64_t axis, bool keepdim) {
+  return sum_over("sum", a, axis_geometry("sum", a, axis, keepdim), 1.0);
+}
+
+Tensor mean(const Tensor& a, int64_t axis, bool keepdim) {
+  const ReduceGeometry geo = axis_geometry("mean", a, axis, keepdim);
+  return sum_over("mean", a, geo, static_cast<double>(geo.len));
+}
+
+Tensor max(const Tensor& a, int64_t axis, bool keepdim) {
+  return max_over("max", a, axis_geometry("max", a, axis, keepdim));
+}
+
+Tensor argmax(const Tensor& a, int64_t axis, bool keepdim) {
+  const ReduceGeometry geo = axis_geometry("argmax", a, axis, keepdim);
+  Tensor index = empty(geo.out_shape, DType::i64, a.device());
+  switch (a.device().type) {
+    case DeviceType::cpu:
+      dispatch_floating(a.dtype(), "argmax", [&](auto zero) {
+        using T = decltype(zero);
+        cpu::max_axis<T>(a.data<T>(), nullptr, index.data<int64_t>(), geo.outer, geo.len, geo.inner);
+      });
+      break;
+    case DeviceType::cuda: fail_no_cuda_kernel("argmax");
+  }
+  return index;
+}
+
+}  // namespace mcdl

@@ -1,0 +1,26 @@
+// Reductions over all elements or one axis of an f32 / f64 tensor. Sums accumulate in
+// double and do not depend on the thread count. Axes may be negative (counted from the
+// end); a 0-dim tensor accepts axis 0 or -1, as in PyTorch. Reducing an empty set (no
+// elements, or size 0 along the axis) throws "<op>: empty reduction ...".
+#pragma once
+#include "engine/tensor.h"
+
+namespace mcdl {
+
+// Over all elements: a 0-dim result (shape {}).
+Tensor sum(const Tensor& a);
+Tensor mean(const Tensor& a);
+// The largest element; its gradient goes to the first maximal element in row-major order
+// (PyTorch's max() would split it evenly among ties).
+Tensor max(const Tensor& a);
+
+// Over one axis: the axis is removed, or kept with size 1 when keepdim is set.
+Tensor sum(const Tensor& a, int64_t axis, bool keepdim = false);
+Tensor mean(const Tensor& a, int64_t axis, bool keepdim = false);
+// Max values along the axis; the gradient goes to the position argmax returns.
+Tensor max(const Tensor& a, int64_t axis, bool keepdim = false);
+// i64 index of the maximum along the axis: the first one on ties, NaN counting as the largest
+// (PyTorch's argmax). Not differentiable.
+Tensor argmax(const Tensor& a, int64_t axis, bool keepdim = false);
+
+}  // namespace mcdl
