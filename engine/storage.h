@@ -30,6 +30,11 @@ class Storage {
 // Bytes currently held by live Storage objects on a device: the leak tests watch this.
 int64_t storage_live_bytes(Device device);
 
+// Freed blocks are cached for reuse (per size class, up to 4 GiB); these report and
+// return that cache.
+int64_t storage_cached_bytes(Device device);
+void release_cached_storage();
+
 // When on, every new storage is filled with NaN bytes (0xFF) before use, so a kernel that
 // fails to write part of a fresh buffer is caught by tests. Off by default.
 void set_poison_new_storage(bool on);

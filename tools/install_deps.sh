@@ -7,7 +7,7 @@ quiet=${1:-}
 # package : a file that proves it is installed
 missing=""
 for pair in \
-  libopenblas-dev:/usr/include/x86_64-linux-gnu/cblas.h \
+  libopenblas-openmp-dev:/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
   doctest-dev:/usr/include/doctest/doctest.h \
   libstb-dev:/usr/include/stb/stb_image.h \
   zlib1g-dev:/usr/include/zlib.h \
