@@ -35,6 +35,12 @@ Tensor forward_backward(const TensorFn& f, const std::vector<Tensor>& inputs, co
   return out;
 }
 
+// The fixed random G of L = <f(x), G>, shaped like f's output.
+Tensor projection_for(const TensorFn& f, const std::vector<Tensor>& inputs, uint64_t seed) {
+  NoGradGuard no_grad;
+  return random_tensor(f(inputs).shape(), seed);
+}
+
 }  // namespace
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, double low, double high, DType dtype) {
@@ -56,12 +62,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 void check_gradients(const std::string& name, const TensorFn& f, const std::vector<Tensor>& inputs, double atol,
                      double rtol, uint64_t seed) {
   std::vector<Tensor> xs = fresh_inputs(inputs, DType::f64);
-  Tensor out0;
-  {
-    NoGradGuard no_grad;
-    out0 = f(xs);
-  }
-  const Tensor projection = random_tensor(out0.shape(), seed);
+  const Tensor projection = projection_for(f, xs, seed);
   forward_backward(f, xs, projection);
   for (size_t i = 0; i < xs.size(); ++i) {
     if (!xs[i].defined() || !xs[i].requires_grad()) continue;
@@ -96,12 +97,7 @@ void check_float_matches_double(const std::string& name, const TensorFn& f, cons
                                 double tol, uint64_t seed) {
   std::vector<Tensor> xd = fresh_inputs(inputs, DType::f64);
   std::vector<Tensor> xf = fresh_inputs(inputs, DType::f32);
-  Tensor out0;
-  {
-    NoGradGuard no_grad;
-    out0 = f(xd);
-  }
-  const Tensor projection = random_tensor(out0.shape(), seed);
+  const Tensor projection = projection_for(f, xd, seed);
   const Tensor yd = forward_backward(f, xd, projection);
   const Tensor yf = forward_backward(f, xf, projection);
   CHECK_MESSAGE(yf.dtype() == DType::f32, name << ": f32 inputs gave " << yf.str());
@@ -124,12 +120,7 @@ void check_backward_contract(const std::string& name, const TensorFn& f, const s
                              uint64_t seed) {
   // Reference gradients from a clean run.
   std::vector<Tensor> clean = fresh_inputs(inputs, DType::f64);
-  Tensor out0;
-  {
-    NoGradGuard no_grad;
-    out0 = f(clean);
-  }
-  const Tensor projection = random_tensor(out0.shape(), seed);
+  const Tensor projection = projection_for(f, clean, seed);
   forward_backward(f, clean, projection);
 
   // Fresh buffers poisoned with NaN must come back fully written.
