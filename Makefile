@@ -1,7 +1,15 @@
-# MCDL engine. `make` builds everything, `make test` runs the test suite, `make bench`
-# the benchmarks. Missing Debian packages are installed by tools/install_deps.sh first.
+# MCDL engine. `make` builds everything, `make test` runs the test suite, `make bench` the
+# benchmarks. Missing Debian packages are installed by tools/install_deps.sh first.
+#
+# The CUDA kernels (kernels/cuda/*.cu) build two ways:
+#   - with nvcc into build/libmcdl_cuda.a: the product's GPU backend (sm_80, sm_90, and
+#     compute_90 PTX for newer GPUs), linked into the tools and into build/mcdl_tests_gpu;
+#   - with g++ and the CPU emulator (kernels/emu/) into build/libmcdl_cuda_emu.a: linked into
+#     build/mcdl_tests, which checks every kernel against the CPU reference without a GPU.
+# Without nvcc, the tools link the emulated library, which reports no device: a CPU-only build.
 CXX      ?= g++
 BUILD    ?= build
+CUDA_HOME ?= /usr/local/cuda
 CXXFLAGS ?= -O2 -g
 # OpenBLAS's OpenMP build, so that BLAS and the engine's own OpenMP loops share one thread
 # pool (with the pthread build, idle OpenMP threads spin against BLAS threads: measured
@@ -10,34 +18,58 @@ OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 CXXFLAGS += -std=c++20 -fopenmp -Wall -Wextra -Werror -I. -isystem /usr/include/x86_64-linux-gnu/openblas-openmp -MMD -MP
 LDLIBS   += -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp -lz
 
-NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+NVCC := $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+NVCCFLAGS ?= -O3
+NVCCFLAGS += -std=c++20 -I. -Werror all-warnings -Xcompiler -Wall,-Wextra \
+             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90 -MMD -MP
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart_static -ldl -lrt -lpthread
 
 LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp mcdl/*.cpp)
-TEST_SRCS := $(wildcard tests/*.cpp tests/*/*.cpp)
+CUDA_SRCS := $(wildcard kernels/cuda/*.cu)
+TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
+TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS),$(wildcard tests/*.cpp tests/*/*.cpp))
+GPU_TEST_SRCS := tests/test_main.cpp tests/gradcheck.cpp $(wildcard tests/cuda/*.cpp)
+
 LIB_OBJS  := $(LIB_SRCS:%.cpp=$(BUILD)/%.o)
+EMU_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/emu/%.o)
+GPU_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/gpu/%.o)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 LIB       := $(BUILD)/libmcdl.a
+EMU_LIB   := $(BUILD)/libmcdl_cuda_emu.a
+GPU_LIB   := $(BUILD)/libmcdl_cuda.a
 TESTS     := $(BUILD)/mcdl_tests
+GPU_TESTS := $(BUILD)/mcdl_tests_gpu
 BENCH     := $(BUILD)/bench_linear
+
+ifeq ($(NVCC),)
+KERNEL_LIBS := $(EMU_LIB)
+GPU_TARGETS :=
+else
+KERNEL_LIBS := $(GPU_LIB) $(CUDA_LDLIBS)
+GPU_TARGETS := $(GPU_LIB) $(GPU_TESTS)
+endif
 
 # The default test run leaves out the exhaustive sweeps (doctest suite "slow").
 TEST_ARGS ?=
 
-.PHONY: all test test-slow bench demo deps check-deps clean cuda-note
-all: $(LIB) $(TESTS) $(BENCH) cuda-note
+.PHONY: all test test-slow test-gpu bench demo deps check-deps clean cuda-note
+all: cuda-note $(LIB) $(TESTS) $(GPU_TARGETS) $(BENCH)
 
 cuda-note:
 ifeq ($(NVCC),)
-	@echo "nvcc not found: building the CPU-only engine."
-else
-	@echo "nvcc found at $(NVCC); the CUDA backend is not part of this engine version yet, so the build is CPU-only."
+	@echo "nvcc not found: building a CPU-only engine (CUDA kernels are still tested through the emulator)."
 endif
 
-test: $(TESTS)
+# Depends on the nvcc build too, so a kernel that stops compiling for the GPU fails CI.
+test: $(TESTS) $(GPU_TARGETS)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(TESTS) --test-suite-exclude=slow $(TEST_ARGS)
 
 test-slow: $(TESTS)
 	./$(TESTS) --test-suite=slow $(TEST_ARGS)
+
+test-gpu: $(GPU_TESTS)
+	./$(GPU_TESTS) $(TEST_ARGS)
 
 bench: $(BENCH)
 	./$(BENCH)
@@ -59,17 +91,36 @@ $(BUILD)/%.o: %.cpp | check-deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
+$(BUILD)/emu/%.o: %.cu | check-deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -x c++ -c $< -o $@
+
+$(BUILD)/gpu/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(TESTS): $(TEST_OBJS) $(LIB)
-	$(CXX) $(TEST_OBJS) $(LIB) $(LDLIBS) -o $@
+$(EMU_LIB): $(EMU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BENCH): $(BUILD)/tools/bench_linear.o $(LIB)
+$(GPU_LIB): $(GPU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TESTS): $(TEST_OBJS) $(BUILD)/tests/main/emulated_device.o $(LIB) $(EMU_LIB)
 	$(CXX) $^ $(LDLIBS) -o $@
+
+$(GPU_TESTS): $(GPU_TEST_SRCS:%.cpp=$(BUILD)/%.o) $(BUILD)/tests/main/gpu_device.o $(LIB) $(GPU_LIB)
+	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
+
+$(BENCH): $(BUILD)/tools/bench_linear.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $(BUILD)/tools/bench_linear.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
 
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d
+-include $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d

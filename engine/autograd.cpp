@@ -5,6 +5,7 @@
 
 #include "engine/dispatch.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cuda/copy.h"
 
 namespace mcdl {
 namespace {
@@ -98,15 +99,15 @@ void GradSink::add(size_t input, const Tensor& gradient) {
 void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode) {
   check(dst.shape() == src.shape() && dst.dtype() == src.dtype() && dst.device() == src.device(),
         "accumulate_into: gradient ", src.str(), " does not match buffer ", dst.str());
-  switch (dst.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(dst.dtype(), "accumulate_into", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::accumulate(dst.data<T>(), src.data<T>(), dst.numel(), mode == GradMode::Overwrite);
-      });
-      return;
-    case DeviceType::cuda: fail_no_cuda_kernel("accumulate_into");
-  }
+  dispatch_floating(dst.dtype(), "accumulate_into", [&](auto zero) {
+    using T = decltype(zero);
+    T* out = static_cast<T*>(dst.raw_data());
+    const T* in = static_cast<const T*>(src.raw_data());
+    switch (dst.device().type) {
+      case DeviceType::cpu: cpu::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
+      case DeviceType::cuda: cuda::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
+    }
+  });
 }
 
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {

@@ -1,6 +1,7 @@
 #include "engine/storage.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -8,10 +9,12 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 namespace {
 std::atomic<int64_t> cpu_live_bytes{0};
+std::atomic<int64_t> cuda_live_bytes{0};
 std::atomic<bool> poison_flag{false};
 constexpr size_t cpu_alignment = 64;  // a cache line, and enough for any vector load
 
@@ -82,7 +85,15 @@ HostBlockCache& host_cache() {
 }  // namespace
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  if (!device.is_cpu()) fail("Storage: device ", device.str(), " is not available in this build");
+  if (device.is_cuda()) {
+    check(device.index == 0, "Storage: only cuda:0 is supported, got ", device.str());
+    check(cuda::device_available(), "Storage: no usable CUDA device for a tensor on ", device.str(),
+          "; use the cpu device");
+    data_ = cuda::device_alloc(bytes);
+    if (poison_flag.load(std::memory_order_relaxed)) cuda::fill_bytes(data_, 0xFF, bytes);
+    cuda_live_bytes += static_cast<int64_t>(bytes_);
+    return;
+  }
   const size_t rounded = size_class(bytes);
   data_ = host_cache().take(rounded);
   if (!data_) fail("Storage: out of host memory allocating ", bytes, " bytes");
@@ -91,11 +102,20 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
 }
 
 Storage::~Storage() {
+  if (device_.is_cuda()) {
+    try {
+      cuda::device_free(data_);  // stream-ordered: later work on the stream may reuse it at once
+    } catch (const std::exception& error) {  // a destructor must not throw
+      std::fprintf(stderr, "warning: freeing device memory failed: %s\n", error.what());
+    }
+    cuda_live_bytes -= static_cast<int64_t>(bytes_);
+    return;
+  }
   host_cache().give(data_, size_class(bytes_));
   cpu_live_bytes -= static_cast<int64_t>(bytes_);
 }
 
-int64_t storage_live_bytes(Device device) { return device.is_cpu() ? cpu_live_bytes.load() : 0; }
+int64_t storage_live_bytes(Device device) { return device.is_cpu() ? cpu_live_bytes.load() : cuda_live_bytes.load(); }
 
 int64_t storage_cached_bytes(Device device) {
   return device.is_cpu() ? static_cast<int64_t>(host_cache().cached_bytes()) : 0;

@@ -6,6 +6,8 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cuda/copy.h"
+#include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 
@@ -118,19 +120,29 @@ Tensor Tensor::detach() const {
 Tensor Tensor::to(Device target) const {
   check_defined("to");
   if (target == device()) return *this;
-  fail("to: copying ", str(), " to ", target.str(), " needs the CUDA backend, which this build lacks");
+  Tensor out = empty(shape(), dtype(), target);
+  if (target.is_cuda()) {
+    cuda::copy_host_to_device(out.raw_data(), raw_data(), nbytes());
+  } else {
+    cuda::copy_device_to_host(out.raw_data(), raw_data(), nbytes());
+  }
+  return out;
 }
 
 Tensor Tensor::to(DType target) const {
   check_defined("to");
   if (target == dtype()) return *this;
-  check(device().is_cpu(), "to(dtype): no CUDA conversion kernel yet for ", str());
   Tensor out = empty(shape(), target, device());
   dispatch_any(dtype(), [&](auto src_zero) {
     using Src = decltype(src_zero);
     dispatch_any(target, [&](auto dst_zero) {
       using Dst = decltype(dst_zero);
-      cpu::convert(static_cast<const Src*>(raw_data()), static_cast<Dst*>(out.raw_data()), numel());
+      const Src* src = static_cast<const Src*>(raw_data());
+      Dst* dst = static_cast<Dst*>(out.raw_data());
+      switch (device().type) {
+        case DeviceType::cpu: cpu::convert(src, dst, numel()); break;
+        case DeviceType::cuda: cuda::convert(src, dst, numel()); break;
+      }
     });
   });
   return out;
@@ -139,8 +151,10 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = empty(shape(), dtype(), device());
-  check(device().is_cpu(), "clone: no CUDA copy yet for ", str());
-  std::memcpy(out.raw_data(), raw_data(), nbytes());
+  switch (device().type) {
+    case DeviceType::cpu: std::memcpy(out.raw_data(), raw_data(), nbytes()); break;
+    case DeviceType::cuda: cuda::copy_device_to_device(out.raw_data(), raw_data(), nbytes()); break;
+  }
   return out;
 }
 
@@ -155,10 +169,13 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   Tensor out = empty(shape, dtype, device);
-  check(device.is_cpu(), "full: no CUDA fill yet");
   dispatch_any(dtype, [&](auto zero) {
     using T = decltype(zero);
-    cpu::fill(static_cast<T*>(out.raw_data()), from_double_value<T>(value), out.numel());
+    T* dst = static_cast<T*>(out.raw_data());
+    switch (device.type) {
+      case DeviceType::cpu: cpu::fill(dst, from_double_value<T>(value), out.numel()); break;
+      case DeviceType::cuda: cuda::fill(dst, from_double_value<T>(value), out.numel()); break;
+    }
   });
   return out;
 }

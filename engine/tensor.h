@@ -40,6 +40,10 @@ class Tensor {
   // Typed access to the first element (CPU only; checks the dtype).
   template <class T> T* data();
   template <class T> const T* data() const;
+  // Typed pointer to the first element on the tensor's own device (checks the dtype only):
+  // what an op passes to its CPU or CUDA kernel.
+  template <class T> T* ptr();
+  template <class T> const T* ptr() const;
   void* raw_data();
   const void* raw_data() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
@@ -112,6 +116,17 @@ T* Tensor::data() {
 template <class T>
 const T* Tensor::data() const {
   return const_cast<Tensor*>(this)->data<T>();
+}
+
+template <class T>
+T* Tensor::ptr() {
+  check_defined("ptr");
+  check(dtype_of<T>::value == dtype(), "ptr<", dtype_name(dtype_of<T>::value), ">: tensor is ", str());
+  return static_cast<T*>(impl_->storage->data()) + impl_->offset;
+}
+template <class T>
+const T* Tensor::ptr() const {
+  return const_cast<Tensor*>(this)->ptr<T>();
 }
 
 template <class T>

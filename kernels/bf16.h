@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/host_device.h"
+
 namespace mcdl {
 
 // bfloat16 as stored: the upper 16 bits of an IEEE float. Conversion from float rounds to
@@ -10,7 +12,7 @@ namespace mcdl {
 struct bf16 {
   uint16_t bits = 0;
   bf16() = default;
-  explicit bf16(float value) {
+  MCDL_HOST_DEVICE explicit bf16(float value) {
     uint32_t word;
     std::memcpy(&word, &value, 4);
     if ((word & 0x7fffffffu) > 0x7f800000u) {
@@ -20,7 +22,7 @@ struct bf16 {
       bits = static_cast<uint16_t>((word + rounding) >> 16);
     }
   }
-  explicit operator float() const {
+  MCDL_HOST_DEVICE explicit operator float() const {
     uint32_t word = static_cast<uint32_t>(bits) << 16;
     float value;
     std::memcpy(&value, &word, 4);
@@ -30,11 +32,11 @@ struct bf16 {
 
 // Value conversions usable on any element type, bf16 included.
 template <class T>
-inline double to_double_value(T value) { return static_cast<double>(value); }
-inline double to_double_value(bf16 value) { return static_cast<double>(static_cast<float>(value)); }
+MCDL_HOST_DEVICE inline double to_double_value(T value) { return static_cast<double>(value); }
+MCDL_HOST_DEVICE inline double to_double_value(bf16 value) { return static_cast<double>(static_cast<float>(value)); }
 template <class T>
-inline T from_double_value(double value) { return static_cast<T>(value); }
+MCDL_HOST_DEVICE inline T from_double_value(double value) { return static_cast<T>(value); }
 template <>
-inline bf16 from_double_value<bf16>(double value) { return bf16(static_cast<float>(value)); }
+MCDL_HOST_DEVICE inline bf16 from_double_value<bf16>(double value) { return bf16(static_cast<float>(value)); }
 
 }  // namespace mcdl

@@ -5,13 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#ifndef MCDL_HOST_DEVICE
-#ifdef __CUDACC__
-#define MCDL_HOST_DEVICE __host__ __device__
-#else
-#define MCDL_HOST_DEVICE
-#endif
-#endif
+#include "kernels/host_device.h"
 
 namespace mcdl {
 

@@ -1,3 +1,11 @@
-// The test runner: doctest's main. Suites live next to this file, one per source folder.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+// The test runner: doctest, after the binary has set up (or ruled out) its CUDA device.
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include "tests/test_device.h"
+
+int main(int argc, char** argv) {
+  if (!mcdl::testing::prepare_test_device()) return 0;
+  doctest::Context context(argc, argv);
+  return context.run();
+}

@@ -1,0 +1,28 @@
+// The CUDA device as the engine sees it: availability, memory from a stream-ordered pool and
+// explicit copies. Plain C++ (no CUDA headers), so engine code can include it. In a build
+// without nvcc these run on the CPU emulator, which reports no device.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace mcdl::cuda {
+
+// True when the CUDA runtime reports at least one device. Any error from cudaGetDeviceCount
+// (no driver, no device) counts as none. Cached after the first call.
+bool device_available();
+// One line for logs, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
+std::string device_description();
+
+// Memory from the stream-ordered pool (cudaMallocAsync on the engine stream; the pool keeps
+// freed memory for reuse instead of returning it to the driver).
+void* device_alloc(size_t bytes);
+void device_free(void* pointer);
+
+void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes);
+void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes);  // waits for the data
+void copy_device_to_device(void* dst, const void* src, size_t bytes);
+void fill_bytes(void* device_dst, int byte_value, size_t bytes);
+// Waits until all queued work on the engine stream has finished (errors inside kernels show here).
+void synchronize();
+
+}  // namespace mcdl::cuda

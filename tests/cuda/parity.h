@@ -1,0 +1,28 @@
+// Parity of the CUDA backend with the CPU reference, through the public tensor API: the same
+// op on CPU tensors and on CUDA tensors (emulated in mcdl_tests, real in mcdl_tests_gpu),
+// forward and backward, with every fresh buffer poisoned with NaN and, in the emulator, the
+// threads of each block run in forward, reverse and shuffled order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels/emu/thread_order.h"
+#include "tests/gradcheck.h"
+
+namespace mcdl::testing {
+
+// |ref − got| ≤ atol + rtol·|ref| for every element (NaN never passes).
+void check_close(const std::string& what, const Tensor& reference, const Tensor& got, double atol, double rtol);
+
+// Runs f on the inputs on the CPU and on the CUDA device (copies of the same values; inputs
+// with requires_grad get gradients on both), seeds backward with the same random output
+// gradient, and compares the output and every input gradient. The CUDA run happens once per
+// emulator thread order. Integer inputs (targets, indices, masks) are copied unchanged.
+void check_cuda_parity(const std::string& name, const TensorFn& f, const std::vector<Tensor>& inputs,
+                       double atol = 1e-5, double rtol = 1e-5);
+
+// Forward only, for ops without a gradient (argmax, integer ops).
+void check_cuda_forward_parity(const std::string& name, const TensorFn& f, const std::vector<Tensor>& inputs,
+                               double atol = 0, double rtol = 0);
+
+}  // namespace mcdl::testing
