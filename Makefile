@@ -29,12 +29,14 @@ LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp layers/*.c
 CUDA_SRCS := $(wildcard kernels/cuda/*.cu)
 TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
 TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS),$(wildcard tests/*.cpp tests/*/*.cpp))
+# Kernels that exist only to test the emulator itself: built with g++ into mcdl_tests.
+TEST_CUDA_SRCS := $(wildcard tests/*/*.cu)
 GPU_TEST_SRCS := tests/test_main.cpp tests/gradcheck.cpp $(wildcard tests/cuda/*.cpp)
 
 LIB_OBJS  := $(LIB_SRCS:%.cpp=$(BUILD)/%.o)
 EMU_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/emu/%.o)
 GPU_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/gpu/%.o)
-TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
+TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(TEST_CUDA_SRCS:%.cu=$(BUILD)/emu/%.o)
 LIB       := $(BUILD)/libmcdl.a
 EMU_LIB   := $(BUILD)/libmcdl_cuda_emu.a
 GPU_LIB   := $(BUILD)/libmcdl_cuda.a
