@@ -35,19 +35,19 @@ __global__ void accumulate_kernel(T* dst, const T* src, int64_t n, bool overwrit
 
 template <class T>
 void fill(T* dst, T value, int64_t n) {
-  if (n > 0) launch(fill_kernel<T>, elementwise_grid(n), dim3(elementwise_block), 0, engine_stream(), dst, value, n);
+  if (n > 0) launch(fill_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), dst, value, n);
 }
 
 template <class Src, class Dst>
 void convert(const Src* src, Dst* dst, int64_t n) {
   if (n > 0)
-    launch(convert_kernel<Src, Dst>, elementwise_grid(n), dim3(elementwise_block), 0, engine_stream(), src, dst, n);
+    launch(convert_kernel<Src, Dst>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), src, dst, n);
 }
 
 template <class T>
 void accumulate(T* dst, const T* src, int64_t n, bool overwrite) {
   if (n > 0)
-    launch(accumulate_kernel<T>, elementwise_grid(n), dim3(elementwise_block), 0, engine_stream(), dst, src, n,
+    launch(accumulate_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), dst, src, n,
            overwrite);
 }
 

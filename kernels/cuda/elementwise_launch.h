@@ -5,13 +5,14 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/launch_config.h"
 
 namespace mcdl::cuda {
 
-constexpr unsigned elementwise_block = 256;
+inline unsigned elementwise_block() { return block_size(256); }
 
 inline dim3 elementwise_grid(int64_t n) {
-  return dim3(std::max(1u, std::min(blocks_for(n, elementwise_block), 4096u)));
+  return dim3(std::max(1u, std::min(blocks_for(n, elementwise_block()), 4096u)));
 }
 
 // The first index and the stride of a grid-stride loop.

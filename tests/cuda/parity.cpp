@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/cuda/launch_config.h"
 #include "kernels/emu/thread_order.h"
 
 namespace mcdl::testing {
@@ -21,6 +22,10 @@ std::vector<Tensor> copies_on(const std::vector<Tensor>& inputs, Device device) 
   }
   return copies;
 }
+
+// Each kernel runs at its preferred block size and at 64 threads (a size no kernel prefers, so
+// partial blocks and multi-block rows are exercised).
+constexpr unsigned parity_block_sizes[] = {0, 64};
 
 struct Run {
   Tensor output;
@@ -48,16 +53,20 @@ void check_parity(const std::string& name, const TensorFn& f, const std::vector<
     projection = random_tensor(reference.output.shape(), 2024);
     if (backward) reference = run_on(Device::cpu(), f, inputs, projection, true);
   }
-  emu::for_each_thread_order([&](emu::ThreadOrder order) {
-    const std::string label = name + " (" + emu::to_string(order) + " thread order)";
+  for (unsigned block : parity_block_sizes) emu::for_each_thread_order([&](emu::ThreadOrder order) {
+    const std::string label = name + " (" + emu::to_string(order) + " thread order, block size " +
+                              (block ? std::to_string(block) : std::string("default")) + ")";
     set_poison_new_storage(true);
+    cuda::set_block_size_override(block);
     Run got;
     try {
       got = run_on(Device::cuda(), f, inputs, projection, backward);
     } catch (...) {
       set_poison_new_storage(false);
+      cuda::set_block_size_override(0);
       throw;
     }
+    cuda::set_block_size_override(0);
     set_poison_new_storage(false);
     REQUIRE_MESSAGE(got.output.device().is_cuda(), label << ": the output left the device: " << got.output.str());
     check_close(label + " output", reference.output, got.output, atol, rtol);

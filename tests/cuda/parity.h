@@ -1,7 +1,8 @@
 // Parity of the CUDA backend with the CPU reference, through the public tensor API: the same
 // op on CPU tensors and on CUDA tensors (emulated in mcdl_tests, real in mcdl_tests_gpu),
-// forward and backward, with every fresh buffer poisoned with NaN and, in the emulator, the
-// threads of each block run in forward, reverse and shuffled order.
+// forward and backward, with every fresh buffer poisoned with NaN, at the kernels' preferred
+// block size and at 64 threads, and, in the emulator, with the threads of each block run in
+// forward, reverse and shuffled order.
 #pragma once
 #include <string>
 #include <vector>
