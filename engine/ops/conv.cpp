@@ -1,14 +1,14 @@
 #include "engine/ops/conv.h"
 
-#include "engine/autograd.h"
 #include "engine/dispatch.h"
+#include "engine/ops/gemm_dispatch.h"
 #include "kernels/cpu/conv.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
 
-cpu::PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
   check_floating("conv2d_patch", x);
   check(x.dim() == 4, "conv2d_patch: x must be [B, C, H, W], got ", x.str());
@@ -28,56 +28,69 @@ cpu::PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& b
   return {x.size(0), x.size(1), x.size(2), x.size(3), p};
 }
 
+template <class T>
+void im2col(Device device, const T* x, T* cols, const PatchGrid& grid) {
+  switch (device.type) {
+    case DeviceType::cpu: cpu::im2col_patches(x, cols, grid); return;
+    case DeviceType::cuda: cuda::im2col_patches(x, cols, grid); return;
+  }
+}
+
 }  // namespace
 
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const cpu::PatchGrid grid = patch_grid(x, weight, bias);
+  const PatchGrid grid = patch_grid(x, weight, bias);
   const int64_t batch = grid.batch, out_channels = weight.size(0), l = grid.patches(), k = grid.patch_size();
-  Tensor out = empty({batch, out_channels, grid.rows(), grid.cols()}, x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), "conv2d_patch", [&](auto zero) {
-        using T = decltype(zero);
-        Tensor cols = empty({batch, l, k}, x.dtype(), x.device());
-        cpu::im2col_patches(x.data<T>(), cols.data<T>(), grid);
-        if (bias.defined()) cpu::fill_channels(bias.data<T>(), out.data<T>(), batch, out_channels, l);
-        for (int64_t b = 0; b < batch; ++b) {  // out_b [O, L] = W [O, K] · cols_bᵀ (+ bias)
-          cpu::gemm(false, true, out_channels, l, k, T(1), weight.data<T>(), k, cols.data<T>() + b * l * k, k,
-                    bias.defined() ? T(1) : T(0), out.data<T>() + b * out_channels * l, l);
-        }
-      });
-      break;
-    case DeviceType::cuda:
-      fail_no_cuda_kernel("conv2d_patch");
-  }
+  const Device device = x.device();
+  Tensor out = empty({batch, out_channels, grid.rows(), grid.cols()}, x.dtype(), device);
+  dispatch_floating(x.dtype(), "conv2d_patch", [&](auto zero) {
+    using T = decltype(zero);
+    Tensor cols = empty({batch, l, k}, x.dtype(), device);
+    im2col(device, x.ptr<T>(), cols.ptr<T>(), grid);
+    if (bias.defined()) {
+      switch (device.type) {
+        case DeviceType::cpu: cpu::fill_channels(bias.ptr<T>(), out.ptr<T>(), batch, out_channels, l); break;
+        case DeviceType::cuda: cuda::fill_channels(bias.ptr<T>(), out.ptr<T>(), batch, out_channels, l); break;
+      }
+    }
+    // out_b [O, L] = W [O, K] · cols_bᵀ (+ bias), W shared by the batch.
+    batched_gemm<T>(device, batch, false, true, out_channels, l, k, weight.ptr<T>(), k, 0, cols.ptr<T>(), k, l * k,
+                    out.ptr<T>(), l, out_channels * l, bias.defined() ? GradMode::Accumulate : GradMode::Overwrite);
+  });
   record(out, "conv2d_patch", {x, weight, bias}, [x, weight, grid, out_channels](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "conv2d_patch", [&](auto zero) {
       using T = decltype(zero);
+      const Device device = g.device();
       const int64_t batch = grid.batch, l = grid.patches(), k = grid.patch_size();
-      const T* grad = g.data<T>();
+      const T* grad = g.ptr<T>();
       GradMode mode;
       if (sink.needed(1)) {  // dW [O, K] = Σ_b G_b [O, L] · cols_b [L, K]
-        Tensor cols = empty({batch, l, k}, x.dtype(), x.device());
-        cpu::im2col_patches(x.data<T>(), cols.data<T>(), grid);
+        Tensor cols = empty({batch, l, k}, x.dtype(), device);
+        im2col(device, x.ptr<T>(), cols.ptr<T>(), grid);
         Tensor& dw = sink.buffer(1, mode);
         for (int64_t b = 0; b < batch; ++b) {
-          const bool overwrite = mode == GradMode::Overwrite && b == 0;
-          cpu::gemm(false, false, out_channels, k, l, T(1), grad + b * out_channels * l, l, cols.data<T>() + b * l * k,
-                    k, overwrite ? T(0) : T(1), dw.data<T>(), k);
+          single_gemm<T>(device, false, false, out_channels, k, l, grad + b * out_channels * l, l,
+                         cols.ptr<T>() + b * l * k, k, dw.ptr<T>(), k, b == 0 ? mode : GradMode::Accumulate);
         }
       }
       if (sink.needed(2)) {  // db[o] = Σ_b Σ_l G[b, o, l]
         Tensor& db = sink.buffer(2, mode);
-        cpu::channel_sums(grad, db.data<T>(), batch, out_channels, l, mode == GradMode::Overwrite);
+        const bool overwrite = mode == GradMode::Overwrite;
+        switch (device.type) {
+          case DeviceType::cpu: cpu::channel_sums(grad, db.ptr<T>(), batch, out_channels, l, overwrite); break;
+          case DeviceType::cuda: cuda::channel_sums(grad, db.ptr<T>(), batch, out_channels, l, overwrite); break;
+        }
       }
       if (sink.needed(0)) {  // dcols_b [L, K] = G_bᵀ · W, then back to image layout
-        Tensor dcols = empty({batch, l, k}, x.dtype(), x.device());
-        for (int64_t b = 0; b < batch; ++b) {
-          cpu::gemm(true, false, l, k, out_channels, T(1), grad + b * out_channels * l, l, weight.data<T>(), k, T(0),
-                    dcols.data<T>() + b * l * k, k);
-        }
+        Tensor dcols = empty({batch, l, k}, x.dtype(), device);
+        batched_gemm<T>(device, batch, true, false, l, k, out_channels, grad, l, out_channels * l, weight.ptr<T>(), k,
+                        0, dcols.ptr<T>(), k, l * k, GradMode::Overwrite);
         Tensor& dx = sink.buffer(0, mode);
-        cpu::col2im_patches(dcols.data<T>(), dx.data<T>(), grid, mode == GradMode::Overwrite);
+        const bool overwrite = mode == GradMode::Overwrite;
+        switch (device.type) {
+          case DeviceType::cpu: cpu::col2im_patches(dcols.ptr<T>(), dx.ptr<T>(), grid, overwrite); break;
+          case DeviceType::cuda: cuda::col2im_patches(dcols.ptr<T>(), dx.ptr<T>(), grid, overwrite); break;
+        }
       }
     });
   });

@@ -1,11 +1,15 @@
 #include "engine/ops/linalg.h"
 
-#include "engine/autograd.h"
+#include <atomic>
+
 #include "engine/dispatch.h"
-#include "kernels/cpu/gemm.h"
+#include "engine/ops/gemm_dispatch.h"
+#include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
+
+std::atomic<MatmulPrecision> precision{MatmulPrecision::fp32};
 
 struct MatmulDims {
   int64_t batch, m, k, n;
@@ -28,50 +32,36 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
   return d;
 }
 
-// Runs the batched product C_i = op(A_i)·op(B_i) with the given strides (0 = shared).
-template <class T>
-void batched_gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
-                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T* c, int64_t ldc,
-                  int64_t stride_c, GradMode first_mode) {
-  for (int64_t i = 0; i < batch; ++i) {
-    // When C is shared across the batch (stride 0) the later products accumulate into it.
-    const bool overwrite = first_mode == GradMode::Overwrite && (stride_c != 0 || i == 0);
-    cpu::gemm(trans_a, trans_b, m, n, k, T(1), a + i * stride_a, lda, b + i * stride_b, ldb,
-              overwrite ? T(0) : T(1), c + i * stride_c, ldc);
-  }
-}
-
 }  // namespace
+
+void set_matmul_precision(MatmulPrecision value) { precision = value; }
+MatmulPrecision matmul_precision() { return precision; }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const MatmulDims d = matmul_dims(a, b);
   Shape out_shape(a.shape().begin(), a.shape().end() - 1);
   out_shape.push_back(d.n);
   Tensor out = empty(out_shape, a.dtype(), a.device());
-  const int64_t stride_b = d.shared_b ? 0 : d.k * d.n;
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
-        using T = decltype(zero);
-        batched_gemm<T>(d.batch, false, false, d.m, d.n, d.k, a.data<T>(), d.k, d.m * d.k, b.data<T>(), d.n,
-                        stride_b, out.data<T>(), d.n, d.m * d.n, GradMode::Overwrite);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("matmul");
-  }
-  record(out, "matmul", {a, b}, [a, b, d, stride_b](const Tensor& g, GradSink& sink) {
+  // A shared B turns the batch into one product of the stacked rows: [batch·M, K] · [K, N].
+  const int64_t rows = d.shared_b ? d.batch * d.m : d.m, batch = d.shared_b ? 1 : d.batch;
+  dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
+    using T = decltype(zero);
+    batched_gemm<T>(a.device(), batch, false, false, rows, d.n, d.k, a.ptr<T>(), d.k, rows * d.k, b.ptr<T>(), d.n,
+                    d.k * d.n, out.ptr<T>(), d.n, rows * d.n, GradMode::Overwrite);
+  });
+  record(out, "matmul", {a, b}, [a, b, d, rows, batch](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "matmul backward", [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       if (sink.needed(0)) {  // dA = G·Bᵀ
         Tensor& da = sink.buffer(0, mode);
-        batched_gemm<T>(d.batch, false, true, d.m, d.k, d.n, g.data<T>(), d.n, d.m * d.n, b.data<T>(), d.n,
-                        stride_b, da.data<T>(), d.k, d.m * d.k, mode);
+        batched_gemm<T>(g.device(), batch, false, true, rows, d.k, d.n, g.ptr<T>(), d.n, rows * d.n, b.ptr<T>(),
+                        d.n, d.k * d.n, da.ptr<T>(), d.k, rows * d.k, mode);
       }
-      if (sink.needed(1)) {  // dB = Aᵀ·G, summed over the batch when B is shared
+      if (sink.needed(1)) {  // dB = Aᵀ·G (a shared B sums over the stacked rows in one product)
         Tensor& db = sink.buffer(1, mode);
-        batched_gemm<T>(d.batch, true, false, d.k, d.n, d.m, a.data<T>(), d.k, d.m * d.k, g.data<T>(), d.n,
-                        d.m * d.n, db.data<T>(), d.n, stride_b, mode);
+        batched_gemm<T>(g.device(), batch, true, false, d.k, d.n, rows, a.ptr<T>(), d.k, rows * d.k, g.ptr<T>(), d.n,
+                        rows * d.n, db.ptr<T>(), d.n, d.k * d.n, mode);
       }
     });
   });
@@ -92,34 +82,41 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out = empty(out_shape, x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), "linear", [&](auto zero) {
-        using T = decltype(zero);
-        if (bias.defined()) cpu::broadcast_rows(bias.data<T>(), out.data<T>(), rows, out_features);
-        cpu::gemm(false, true, rows, out_features, in, T(1), x.data<T>(), in, weight.data<T>(), in,
-                  bias.defined() ? T(1) : T(0), out.data<T>(), out_features);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("linear");
-  }
+  const Device device = x.device();
+  dispatch_floating(x.dtype(), "linear", [&](auto zero) {
+    using T = decltype(zero);
+    // The bias is the GEMM's starting value (beta = 1): one pass over the output, not two.
+    if (bias.defined()) {
+      switch (device.type) {
+        case DeviceType::cpu: cpu::broadcast_rows(bias.ptr<T>(), out.ptr<T>(), rows, out_features); break;
+        case DeviceType::cuda: cuda::broadcast_rows(bias.ptr<T>(), out.ptr<T>(), rows, out_features); break;
+      }
+    }
+    single_gemm<T>(device, false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, out.ptr<T>(),
+                   out_features, bias.defined() ? GradMode::Accumulate : GradMode::Overwrite);
+  });
   record(out, "linear", {x, weight, bias}, [x, weight, rows, in, out_features](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "linear backward", [&](auto zero) {
       using T = decltype(zero);
+      const Device device = g.device();
       GradMode mode;
       if (sink.needed(0)) {  // dX = G·W
         Tensor& dx = sink.buffer(0, mode);
-        cpu::gemm(false, false, rows, in, out_features, T(1), g.data<T>(), out_features, weight.data<T>(), in,
-                  mode == GradMode::Overwrite ? T(0) : T(1), dx.data<T>(), in);
+        single_gemm<T>(device, false, false, rows, in, out_features, g.ptr<T>(), out_features, weight.ptr<T>(), in,
+                       dx.ptr<T>(), in, mode);
       }
       if (sink.needed(1)) {  // dW = Gᵀ·X
         Tensor& dw = sink.buffer(1, mode);
-        cpu::gemm(true, false, out_features, in, rows, T(1), g.data<T>(), out_features, x.data<T>(), in,
-                  mode == GradMode::Overwrite ? T(0) : T(1), dw.data<T>(), in);
+        single_gemm<T>(device, true, false, out_features, in, rows, g.ptr<T>(), out_features, x.ptr<T>(), in,
+                       dw.ptr<T>(), in, mode);
       }
       if (sink.needed(2)) {  // db = column sums of G
         Tensor& db = sink.buffer(2, mode);
-        cpu::column_sums(g.data<T>(), db.data<T>(), rows, out_features, mode == GradMode::Overwrite);
+        const bool overwrite = mode == GradMode::Overwrite;
+        switch (device.type) {
+          case DeviceType::cpu: cpu::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
+          case DeviceType::cuda: cuda::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
+        }
       }
     });
   });

@@ -12,4 +12,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // be an undefined Tensor for no bias).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// How f32 matrix products run on a CUDA device: full fp32 (the default, as PyTorch ≥ 1.12)
+// or TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation). The CPU always uses fp32.
+enum class MatmulPrecision { fp32, tf32 };
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
+
 }  // namespace mcdl

@@ -5,17 +5,9 @@
 #include <cstdint>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/patch_grid.h"
 
 namespace mcdl::cpu {
-
-// The sizes of x [B, C, H, W] cut into P×P patches: a grid of H/P × W/P patches per image.
-struct PatchGrid {
-  int64_t batch, channels, height, width, patch;
-  int64_t rows() const { return height / patch; }
-  int64_t cols() const { return width / patch; }
-  int64_t patches() const { return rows() * cols(); }              // L, per image
-  int64_t patch_size() const { return channels * patch * patch; }  // K, one patch flattened
-};
 
 // cols [B, L, K]: row l = (i, j) of image b holds the patch x[b, :, iP:(i+1)P, jP:(j+1)P]
 // flattened as (c, kh, kw), the order of a weight [O, C, P, P] flattened to [O, K].

@@ -1,0 +1,28 @@
+// Matrix products on the device through cuBLAS, in the engine's row-major convention
+// (the translation to cuBLAS's column-major is inside). Plain C++: engine code includes it.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace mcdl::cuda {
+
+// How float products are computed: full fp32, TF32 tensor cores (10-bit mantissa inputs, fp32
+// accumulation), or bf16 inputs with fp32 accumulation (the bf16 overload below).
+enum class GemmMode { fp32, tf32 };
+
+// For i in [0, batch): C_i = alpha·op(A_i)·op(B_i) + beta·C_i, row-major, op(X) = X or Xᵀ,
+// op(A_i) is m×k, op(B_i) is k×n; X_i = X + i·stride_x (stride 0 = shared by every i; C's
+// stride must not be 0 when batch > 1).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
+          int64_t stride_c, int64_t batch, GemmMode mode);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          int64_t stride_a, const double* b, int64_t ldb, int64_t stride_b, double beta, double* c, int64_t ldc,
+          int64_t stride_c, int64_t batch, GemmMode mode);
+// bf16 storage for A and B, fp32 accumulation and output.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+          int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
+          int64_t stride_c, int64_t batch);
+
+}  // namespace mcdl::cuda

@@ -1,0 +1,96 @@
+// cuBLAS products (through the emulator's column-major stand-in, or the real library) against
+// OpenBLAS: every transpose combination, leading dimensions wider than the matrix, strided
+// batches, the three precision modes; then matmul, linear and the patch convolution through
+// the tensor API, forward and backward.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/ops.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/gemm.h"
+#include "tests/cuda/parity.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+Tensor leaf32(const Shape& shape, uint64_t seed) {
+  return random_tensor(shape, seed, -1, 1, DType::f32).set_requires_grad(true);
+}
+
+// C = op(A)·op(B) + 0.5·C for an m×n C inside a wider buffer (ldc = n + 3), two batch entries.
+void check_gemm_layout(bool trans_a, bool trans_b, cuda::GemmMode mode, double tolerance) {
+  const int64_t m = 5, n = 7, k = 9, batch = 2;
+  const int64_t lda = (trans_a ? m : k) + 2, ldb = (trans_b ? k : n) + 1, ldc = n + 3;
+  const int64_t rows_a = trans_a ? k : m, rows_b = trans_b ? n : k;
+  const Tensor a = random_tensor({batch, rows_a, lda}, 1, -1, 1, DType::f32);
+  const Tensor b = random_tensor({batch, rows_b, ldb}, 2, -1, 1, DType::f32);
+  const Tensor c = random_tensor({batch, m, ldc}, 3, -1, 1, DType::f32);
+  Tensor expected = c.clone();
+  for (int64_t i = 0; i < batch; ++i)
+    cpu::gemm(trans_a, trans_b, m, n, k, 1.0f, a.data<float>() + i * a.numel() / batch, lda,
+              b.data<float>() + i * b.numel() / batch, ldb, 0.5f, expected.data<float>() + i * c.numel() / batch, ldc);
+  Tensor got = c.to(Device::cuda());
+  cuda::gemm(trans_a, trans_b, m, n, k, 1.0f, a.to(Device::cuda()).ptr<float>(), lda, a.numel() / batch,
+             b.to(Device::cuda()).ptr<float>(), ldb, b.numel() / batch, 0.5f, got.ptr<float>(), ldc, c.numel() / batch,
+             batch, mode);
+  check_close("gemm", expected, got, tolerance, tolerance);
+}
+}  // namespace
+
+TEST_CASE("cuda gemm: all transposes, padded leading dimensions, batches, fp32 and tf32") {
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true}) {
+      CAPTURE(trans_a);
+      CAPTURE(trans_b);
+      check_gemm_layout(trans_a, trans_b, cuda::GemmMode::fp32, 1e-5);
+      check_gemm_layout(trans_a, trans_b, cuda::GemmMode::tf32, 5e-3);  // 10-bit mantissa inputs, K = 9
+    }
+}
+
+TEST_CASE("cuda gemm: bf16 inputs with fp32 accumulation") {
+  const int64_t m = 3, n = 4, k = 64;
+  const Tensor a = random_tensor({m, k}, 4, -1, 1, DType::f32).to(DType::bf16);
+  const Tensor b = random_tensor({n, k}, 5, -1, 1, DType::f32).to(DType::bf16);
+  // Reference: the same bf16 values, multiplied in f32 on the CPU.
+  Tensor expected = zeros({m, n});
+  cpu::gemm(false, true, m, n, k, 1.0f, a.to(DType::f32).data<float>(), k, b.to(DType::f32).data<float>(), k, 0.0f,
+            expected.data<float>(), n);
+  Tensor got = zeros({m, n}, DType::f32, Device::cuda());
+  cuda::gemm(false, true, m, n, k, 1.0f, a.to(Device::cuda()).ptr<bf16>(), k, 0, b.to(Device::cuda()).ptr<bf16>(), k,
+             0, 0.0f, got.ptr<float>(), n, 0, 1);
+  check_close("bf16 gemm", expected, got, 1e-5, 1e-5);
+}
+
+TEST_CASE("cuda gemm: sizes beyond cuBLAS's 32-bit range are refused") {
+  Tensor c = zeros({1}, DType::f32, Device::cuda());
+  CHECK_THROWS_WITH(cuda::gemm(false, false, int64_t(1) << 33, 1, 1, 1.0f, c.ptr<float>(), 1, 0, c.ptr<float>(), 1, 0,
+                               0.0f, c.ptr<float>(), 1, 0, 1, cuda::GemmMode::fp32),
+                    doctest::Contains("outside cuBLAS's 32-bit range"));
+}
+
+TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
+  check_cuda_parity("matmul", [](auto& x) { return matmul(x[0], x[1]); }, {leaf32({3, 64}, 6), leaf32({64, 197}, 7)});
+  check_cuda_parity("matmul batched", [](auto& x) { return matmul(x[0], x[1]); },
+                    {leaf32({2, 3, 5, 8}, 8), leaf32({2, 3, 8, 3}, 9)});
+  check_cuda_parity("matmul shared b", [](auto& x) { return matmul(x[0], x[1]); },
+                    {leaf32({3, 5, 8}, 10), leaf32({8, 6}, 11)});
+  check_cuda_parity("linear", [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {leaf32({197, 64}, 12), leaf32({3, 64}, 13), leaf32({3}, 14)}, 1e-5, 1e-4);
+  check_cuda_parity("linear wide bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {leaf32({3, 8}, 15), leaf32({768, 8}, 16), leaf32({768}, 17)});
+  check_cuda_parity("linear f64", [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {random_tensor({5, 7}, 18).set_requires_grad(true), random_tensor({3, 7}, 19).set_requires_grad(true),
+                     random_tensor({3}, 20).set_requires_grad(true)},
+                    1e-12, 1e-12);
+  check_cuda_parity("conv2d_patch", [](auto& x) { return conv2d_patch(x[0], x[1], x[2]); },
+                    {leaf32({2, 3, 8, 12}, 21), leaf32({5, 3, 4, 4}, 22), leaf32({5}, 23)});
+}
+
+TEST_CASE("cuda parity: TF32 matmul stays within TF32's rounding") {
+  set_matmul_precision(MatmulPrecision::tf32);
+  check_cuda_parity("matmul tf32", [](auto& x) { return matmul(x[0], x[1]); },
+                    {leaf32({3, 64}, 24), leaf32({64, 5}, 25)}, 2e-2, 2e-2);
+  set_matmul_precision(MatmulPrecision::fp32);
+}
