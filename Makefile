@@ -43,19 +43,20 @@ GPU_LIB   := $(BUILD)/libmcdl_cuda.a
 TESTS     := $(BUILD)/mcdl_tests
 GPU_TESTS := $(BUILD)/mcdl_tests_gpu
 BENCH     := $(BUILD)/bench_linear
+GPU_BENCH := $(BUILD)/bench_gpu
 
 ifeq ($(NVCC),)
 KERNEL_LIBS := $(EMU_LIB)
 GPU_TARGETS :=
 else
 KERNEL_LIBS := $(GPU_LIB) $(CUDA_LDLIBS)
-GPU_TARGETS := $(GPU_LIB) $(GPU_TESTS)
+GPU_TARGETS := $(GPU_LIB) $(GPU_TESTS) $(GPU_BENCH)
 endif
 
 # The default test run leaves out the exhaustive sweeps (doctest suite "slow").
 TEST_ARGS ?=
 
-.PHONY: all test test-slow test-gpu bench demo deps check-deps clean cuda-note
+.PHONY: all test test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
 all: cuda-note $(LIB) $(TESTS) $(GPU_TARGETS) $(BENCH)
 
 cuda-note:
@@ -75,6 +76,11 @@ test-gpu: $(GPU_TESTS)
 
 bench: $(BENCH)
 	./$(BENCH)
+
+# PyTorch's timings of the same ops, where PyTorch and a GPU are present, give the ratio column.
+bench-gpu: $(GPU_BENCH)
+	-python3 tools/bench_torch_gpu.py > $(BUILD)/torch_gpu_times.tsv
+	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
 
 demo:
 	@echo "make demo: the trainer (./mcdl_train fmnist on the CPU) is not part of this engine version yet;" >&2
@@ -122,7 +128,10 @@ $(GPU_TESTS): $(GPU_TEST_SRCS:%.cpp=$(BUILD)/%.o) $(BUILD)/tests/main/gpu_device
 $(BENCH): $(BUILD)/tools/bench_linear.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
 	$(CXX) $(BUILD)/tools/bench_linear.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
 
+$(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
+	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
+
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d
+-include $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d

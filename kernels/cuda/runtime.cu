@@ -1,7 +1,10 @@
 #include "kernels/cuda/runtime.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "kernels/cuda/cuda_common.h"
 
@@ -89,6 +92,34 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes) {
 
 void fill_bytes(void* device_dst, int byte_value, size_t bytes) {
   if (bytes) MCDL_CUDA_CHECK(cudaMemsetAsync(device_dst, byte_value, bytes, engine_stream()));
+}
+
+double time_on_device_ms(void (*work)(void*), void* context, int repeats) {
+  require_device("time_on_device_ms");
+  work(context);  // warm-up: first-use costs (handles, pools, module loading)
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+#ifdef __CUDACC__
+    cudaEvent_t start, stop;
+    MCDL_CUDA_CHECK(cudaEventCreate(&start));
+    MCDL_CUDA_CHECK(cudaEventCreate(&stop));
+    MCDL_CUDA_CHECK(cudaEventRecord(start, engine_stream()));
+    work(context);
+    MCDL_CUDA_CHECK(cudaEventRecord(stop, engine_stream()));
+    MCDL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MCDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    MCDL_CUDA_CHECK(cudaEventDestroy(start));
+    MCDL_CUDA_CHECK(cudaEventDestroy(stop));
+    times.push_back(ms);
+#else  // the emulator runs everything synchronously: wall-clock time
+    const auto start = std::chrono::steady_clock::now();
+    work(context);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+#endif
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 void synchronize() {

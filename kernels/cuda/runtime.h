@@ -22,6 +22,10 @@ void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes);
 void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes);  // waits for the data
 void copy_device_to_device(void* dst, const void* src, size_t bytes);
 void fill_bytes(void* device_dst, int byte_value, size_t bytes);
+// Milliseconds of device time that `work` takes, measured with events on the engine stream
+// (the median of `repeats` runs after one warm-up run). For benchmarks.
+double time_on_device_ms(void (*work)(void*), void* context, int repeats);
+
 // Waits until all queued work on the engine stream has finished (errors inside kernels show here).
 void synchronize();
 

@@ -1,0 +1,163 @@
+// GPU benchmark: each engine op on ViT-B/16 training shapes (batch 128), timed with CUDA
+// events, against the device's measured ceilings in the same run: a large device-to-device
+// copy for memory-bound ops, a large cuBLAS GEMM for the linear layers. Given a file of
+// PyTorch timings of the same ops (tools/bench_torch_gpu.py, "name<TAB>ms" lines), it adds
+// PyTorch's time and the engine's speed-up over it.
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "kernels/cuda/runtime.h"
+
+using namespace mcdl;
+
+namespace {
+
+std::map<std::string, double> torch_ms;  // PyTorch's time per op name, when given
+
+void load_torch_times(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) torch_ms[line.substr(0, tab)] = std::stod(line.substr(tab + 1));
+  }
+}
+
+// " | torch 1.234 ms, 1.10x" when PyTorch's time for `key` is known.
+std::string torch_column(const std::string& key, double engine_ms) {
+  const auto it = torch_ms.find(key);
+  if (it == torch_ms.end()) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, " | torch %8.3f ms, %5.2fx", it->second, it->second / engine_ms);
+  return text;
+}
+
+double time_ms(const std::function<void()>& work, int repeats = 10) {
+  auto call = [](void* context) { (*static_cast<const std::function<void()>*>(context))(); };
+  return cuda::time_on_device_ms(call, const_cast<std::function<void()>*>(&work), repeats);
+}
+
+Tensor random_on_device(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  RandomStream stream(seed, stream_id("bench_gpu"));
+  return rand_uniform(shape, DType::f32, stream, low, high).to(Device::cuda());
+}
+
+double copy_bandwidth_gbs() {
+  Tensor big = random_on_device({int64_t(1) << 28}, 1);  // 1 GiB
+  const double ms = time_ms([&] { Tensor copy = big.clone(); });
+  return 2.0 * static_cast<double>(big.nbytes()) / (ms * 1e6);
+}
+
+double gemm_tflops(MatmulPrecision precision) {
+  const int64_t n = 8192;
+  Tensor a = random_on_device({n, n}, 2), b = random_on_device({n, n}, 3);
+  set_matmul_precision(precision);
+  const double ms = time_ms([&] { Tensor c = matmul(a, b); }, 5);
+  set_matmul_precision(MatmulPrecision::fp32);
+  return 2.0 * static_cast<double>(n * n * n) / (ms * 1e9);
+}
+
+// A memory-bound op: `bytes` is the least traffic it needs (inputs read once, outputs
+// written once).
+void report_memory_op(const std::string& name, const std::string& shape, double bytes,
+                      const std::function<void()>& work, double ceiling_gbs) {
+  const double ms = time_ms(work);
+  const double gbs = bytes / (ms * 1e6);
+  std::printf("%-28s %-18s %9.3f ms %9.1f GB/s %6.1f%% of copy%s\n", name.c_str(), shape.c_str(), ms, gbs,
+              100.0 * gbs / ceiling_gbs, torch_column(name, ms).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) load_torch_times(argv[1]);
+  if (!cuda::device_available()) {
+    std::printf("bench_gpu: no usable CUDA device; nothing to measure.\n");
+    return 0;
+  }
+  std::printf("device: %s\n", cuda::device_description().c_str());
+  const double copy_gbs = copy_bandwidth_gbs();
+  const double fp32_tflops = gemm_tflops(MatmulPrecision::fp32), tf32_tflops = gemm_tflops(MatmulPrecision::tf32);
+  std::printf("ceilings: device copy %.1f GB/s; cuBLAS 8192^3 GEMM %.1f TFLOP/s fp32, %.1f TFLOP/s tf32\n\n",
+              copy_gbs, fp32_tflops, tf32_tflops);
+
+  const int64_t tokens = 128 * 197, width = 768;
+  const double f = 4.0;  // bytes per f32
+  const double activation = static_cast<double>(tokens * width) * f;
+  Tensor x = random_on_device({tokens, width}, 4), y = random_on_device({tokens, width}, 5);
+  Tensor gamma = random_on_device({width}, 6), beta = random_on_device({width}, 7);
+  const std::string act_shape = "[25216, 768]";
+  std::printf("%-28s %-18s %12s %14s\n", "op", "shape", "time", "bandwidth");
+  report_memory_op("add", act_shape, 3 * activation, [&] { Tensor z = x + y; }, copy_gbs);
+  report_memory_op("add bias (rows)", act_shape, 2 * activation, [&] { Tensor z = x + gamma; }, copy_gbs);
+  report_memory_op("mul scalar", act_shape, 2 * activation, [&] { Tensor z = x * 0.5; }, copy_gbs);
+  report_memory_op("gelu", act_shape, 2 * activation, [&] { Tensor z = gelu(x); }, copy_gbs);
+  report_memory_op("layer_norm", act_shape, 2 * activation, [&] { Tensor z = layer_norm(x, gamma, beta, 1e-6); },
+                   copy_gbs);
+  report_memory_op("l2_normalize", act_shape, 2 * activation, [&] { Tensor z = l2_normalize(x); }, copy_gbs);
+  report_memory_op("sum over rows", act_shape, activation, [&] { Tensor z = sum(x, 0); }, copy_gbs);
+  report_memory_op("sum all", act_shape, activation, [&] { Tensor z = sum(x); }, copy_gbs);
+  report_memory_op("transpose", act_shape, 2 * activation, [&] { Tensor z = transpose(x, 0, 1); }, copy_gbs);
+  {
+    Tensor scores = random_on_device({128 * 12 * 197, 197}, 8, -5, 5);
+    const double bytes = 2.0 * static_cast<double>(scores.nbytes());
+    report_memory_op("softmax (attention)", "[302592, 197]", bytes, [&] { Tensor z = softmax(scores); }, copy_gbs);
+  }
+  {
+    Tensor xg = x.detach().set_requires_grad(true), gg = gamma.detach().set_requires_grad(true),
+           bg = beta.detach().set_requires_grad(true);
+    Tensor out, seed = random_on_device({tokens, width}, 9);
+    report_memory_op("layer_norm fwd+bwd", act_shape, 5 * activation, [&] {
+      xg.zero_grad(), gg.zero_grad(), bg.zero_grad();
+      run_backward(layer_norm(xg, gg, bg, 1e-6), seed, false);
+    }, copy_gbs);
+    report_memory_op("gelu fwd+bwd", act_shape, 5 * activation, [&] {
+      xg.zero_grad();
+      run_backward(gelu(xg), seed, false);
+    }, copy_gbs);
+  }
+  {
+    Tensor logits = random_on_device({384, 200}, 10, -3, 3);
+    std::vector<int64_t> labels(384);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 200);
+    Tensor targets = from_vector(labels, {384}).to(Device::cuda());
+    report_memory_op("cross_entropy", "[384, 200]", static_cast<double>(logits.nbytes()),
+                     [&] { Tensor loss = cross_entropy(logits, targets); }, copy_gbs);
+  }
+
+  std::printf("\n%-28s %-18s %12s %14s\n", "linear (M = 128·197)", "precision", "time", "throughput");
+  const std::pair<int64_t, int64_t> layers[] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::tf32}) {
+    set_matmul_precision(precision);
+    const double ceiling = precision == MatmulPrecision::fp32 ? fp32_tflops : tf32_tflops;
+    const char* label = precision == MatmulPrecision::fp32 ? "fp32" : "tf32";
+    for (const auto& [in, out] : layers) {
+      Tensor input = random_on_device({tokens, in}, 11), weight = random_on_device({out, in}, 12, -0.03, 0.03);
+      Tensor bias = random_on_device({out}, 13);
+      const double flops = 2.0 * static_cast<double>(tokens * in * out);
+      const double fwd = time_ms([&] { Tensor z = linear(input, weight, bias); });
+      Tensor xg = input.detach().set_requires_grad(true), wg = weight.detach().set_requires_grad(true),
+             bg = bias.detach().set_requires_grad(true);
+      Tensor seed = random_on_device({tokens, out}, 14);
+      const double both = time_ms([&] {
+        xg.zero_grad(), wg.zero_grad(), bg.zero_grad();
+        run_backward(linear(xg, wg, bg), seed, false);
+      });
+      const std::string name = std::to_string(in) + "->" + std::to_string(out);
+      std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s %6.1f%% of GEMM%s\n", (name + " forward").c_str(), label, fwd,
+                  flops / (fwd * 1e9), 100.0 * flops / (fwd * 1e9) / ceiling,
+                  torch_column(name + " forward " + label, fwd).c_str());
+      std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s %6.1f%% of GEMM%s\n", (name + " fwd+bwd").c_str(), label, both,
+                  3 * flops / (both * 1e9), 100.0 * 3 * flops / (both * 1e9) / ceiling,
+                  torch_column(name + " fwd+bwd " + label, both).c_str());
+    }
+  }
+  set_matmul_precision(MatmulPrecision::fp32);
+  return 0;
+}
