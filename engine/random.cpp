@@ -7,6 +7,7 @@
 
 #include "engine/dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cuda/random.h"
 #include "kernels/philox.h"
 
 namespace mcdl {
@@ -41,13 +42,18 @@ void check_trunc_normal_args(const char* op, double mean, double std, double a, 
         std, "^2); rejection sampling needs at least ", min_trunc_normal_acceptance);
 }
 
+// Where a uniform value that rounds up to `high` goes: the T just below it.
+template <class T>
+T below_high(double high) {
+  return std::nextafter(static_cast<T>(high), -std::numeric_limits<T>::infinity());
+}
+
 // low + (high − low)·u in double, rounded to T and kept below high (rounding can reach it).
+// kernels/cuda/random.cu computes the same, bit for bit.
 template <class T>
 T scale_into(double u, double low, double high) {
   T value = static_cast<T>(low + (high - low) * u);
-  if (static_cast<double>(value) >= high) {
-    value = std::nextafter(static_cast<T>(high), -std::numeric_limits<T>::infinity());
-  }
+  if (static_cast<double>(value) >= high) value = below_high<T>(high);
   return value;
 }
 
@@ -68,6 +74,16 @@ void fill_fixed_words(T* out, int64_t n, RandomStream& stream, uint64_t words_pe
     RandomStream local(stream.seed(), stream.stream(), start + static_cast<uint64_t>(begin) * words_per_element);
     for (int64_t i = begin; i < end; ++i) out[i] = draw(local);
   });
+  stream = RandomStream(stream.seed(), stream.stream(), start + static_cast<uint64_t>(n) * words_per_element);
+}
+
+// The CUDA twin of the fill_fixed_words uniforms: the kernel reads element i's words from
+// counter + i·words_per_element itself.
+template <class T>
+void fill_uniform_on_device(T* out, int64_t n, RandomStream& stream, uint64_t words_per_element, double low,
+                            double high) {
+  const uint64_t start = stream.counter();
+  cuda::uniform(out, n, stream.seed(), stream.stream(), start, low, high, below_high<T>(high));
   stream = RandomStream(stream.seed(), stream.stream(), start + static_cast<uint64_t>(n) * words_per_element);
 }
 
@@ -211,22 +227,33 @@ std::vector<int64_t> RandomStream::weighted_sample(const std::vector<double>& we
   return picks;
 }
 
-Tensor rand_uniform(const Shape& shape, DType dtype, RandomStream& stream, double low, double high) {
+Tensor rand_uniform(const Shape& shape, DType dtype, RandomStream& stream, double low, double high, Device device) {
   check_float_dtype("rand_uniform", dtype);
   check(std::isfinite(low) && std::isfinite(high) && low < high, "rand_uniform: expected finite low < high, got [",
         low, ", ", high, ")");
-  Tensor out = empty(shape, dtype);
-  if (dtype == DType::f32) {
-    fill_fixed_words(out.data<float>(), out.numel(), stream, 1,
-                     [&](RandomStream& s) { return scale_into<float>(s.uniform_float(), low, high); });
-  } else {
-    fill_fixed_words(out.data<double>(), out.numel(), stream, 2,
-                     [&](RandomStream& s) { return scale_into<double>(s.uniform_double(), low, high); });
+  Tensor out = empty(shape, dtype, device);
+  switch (device.type) {
+    case DeviceType::cpu:
+      if (dtype == DType::f32) {
+        fill_fixed_words(out.data<float>(), out.numel(), stream, 1,
+                         [&](RandomStream& s) { return scale_into<float>(s.uniform_float(), low, high); });
+      } else {
+        fill_fixed_words(out.data<double>(), out.numel(), stream, 2,
+                         [&](RandomStream& s) { return scale_into<double>(s.uniform_double(), low, high); });
+      }
+      break;
+    case DeviceType::cuda:
+      if (dtype == DType::f32) {
+        fill_uniform_on_device(out.ptr<float>(), out.numel(), stream, 1, low, high);
+      } else {
+        fill_uniform_on_device(out.ptr<double>(), out.numel(), stream, 2, low, high);
+      }
+      break;
   }
   return out;
 }
 
-Tensor rand_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean, double std) {
+Tensor rand_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean, double std, Device device) {
   check_float_dtype("rand_normal", dtype);
   check(std::isfinite(mean) && std::isfinite(std) && std >= 0, "rand_normal: expected a finite mean and std >= 0, got "
         "mean ", mean, ", std ", std);
@@ -236,31 +263,31 @@ Tensor rand_normal(const Shape& shape, DType dtype, RandomStream& stream, double
     fill_fixed_words(out.data<T>(), out.numel(), stream, 4,
                      [&](RandomStream& s) { return static_cast<T>(s.normal(mean, std)); });
   });
-  return out;
+  return out.to(device);  // drawn on the host: log and cos could differ in the last bit on a device
 }
 
 Tensor rand_trunc_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean, double std, double a,
-                         double b) {
+                         double b, Device device) {
   check_float_dtype("rand_trunc_normal", dtype);
   check_trunc_normal_args("rand_trunc_normal", mean, std, a, b);
   Tensor out = empty(shape, dtype);
   for (int64_t i = 0; i < out.numel(); ++i) {
     write_from_double(out.raw_data(), dtype, i, stream.trunc_normal(mean, std, a, b));
   }
-  return out;
+  return out.to(device);
 }
 
-Tensor rand_int(const Shape& shape, int64_t low, int64_t high, RandomStream& stream) {
+Tensor rand_int(const Shape& shape, int64_t low, int64_t high, RandomStream& stream, Device device) {
   check(low < high, "rand_int: empty range [", low, ", ", high, ")");
   Tensor out = empty(shape, DType::i64);
   int64_t* values = out.data<int64_t>();
   for (int64_t i = 0; i < out.numel(); ++i) values[i] = stream.randint(low, high);
-  return out;
+  return out.to(device);  // drawn in order on the host: rejection uses a varying number of words
 }
 
-Tensor rand_permutation(int64_t n, RandomStream& stream) {
+Tensor rand_permutation(int64_t n, RandomStream& stream, Device device) {
   check(n >= 0, "rand_permutation: n must be >= 0, got ", n);
-  return from_vector(stream.permutation(n), {n});
+  return from_vector(stream.permutation(n), {n}, device);
 }
 
 }  // namespace mcdl

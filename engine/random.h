@@ -65,18 +65,24 @@ class RandomStream {
   uint32_t cached_words_[4] = {0, 0, 0, 0};
 };
 
-// ---- tensor creators (CPU). Each advances `stream` past the words it used. --------------
+// ---- tensor creators. Each advances `stream` past the words it used. -------------------
+// The values do not depend on `device`: uniforms on a CUDA device come from a kernel that
+// reads the same words (bit for bit the CPU's); everything else is drawn on the host and
+// copied (values that go through log, cos or rejection are drawn on the host so that they are
+// identical on every device).
 // f32 element i is low + (high − low)·uniform_float(word counter + i); f64 uses two words
 // per element (uniform_double). Values lie in [low, high).
-Tensor rand_uniform(const Shape& shape, DType dtype, RandomStream& stream, double low = 0.0, double high = 1.0);
+Tensor rand_uniform(const Shape& shape, DType dtype, RandomStream& stream, double low = 0.0, double high = 1.0,
+                    Device device = Device::cpu());
 // Element i is normal(mean, std) from words [counter + 4i, counter + 4i + 4).
-Tensor rand_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean = 0.0, double std = 1.0);
+Tensor rand_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean = 0.0, double std = 1.0,
+                   Device device = Device::cpu());
 // trunc_normal draws in order on the host (rejection uses a varying number of words).
 Tensor rand_trunc_normal(const Shape& shape, DType dtype, RandomStream& stream, double mean, double std, double a,
-                         double b);
+                         double b, Device device = Device::cpu());
 // i64 values uniform in [low, high), drawn in order.
-Tensor rand_int(const Shape& shape, int64_t low, int64_t high, RandomStream& stream);
+Tensor rand_int(const Shape& shape, int64_t low, int64_t high, RandomStream& stream, Device device = Device::cpu());
 // i64 [n]: a random permutation of 0..n-1.
-Tensor rand_permutation(int64_t n, RandomStream& stream);
+Tensor rand_permutation(int64_t n, RandomStream& stream, Device device = Device::cpu());
 
 }  // namespace mcdl

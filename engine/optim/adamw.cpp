@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/optim.h"
+#include "kernels/cuda/optim.h"
 
 namespace mcdl {
 
@@ -43,7 +44,17 @@ void AdamW::step() {
           });
           break;
         }
-        case DeviceType::cuda: fail_no_cuda_kernel("AdamW step");
+        case DeviceType::cuda: {
+          // The step counter stays on the device (the kernel increments it), so no sync per parameter.
+          const cuda::AdamWCoefficients coefficients{group.lr, group.weight_decay, options_.beta1, options_.beta2,
+                                                     options_.eps};
+          dispatch_floating(param.dtype(), "AdamW step", [&](auto zero) {
+            using T = decltype(zero);
+            cuda::adamw_update(param.ptr<T>(), grad.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(),
+                               step_count.ptr<double>(), param.numel(), coefficients);
+          });
+          break;
+        }
       }
     }
   }

@@ -66,6 +66,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
     for (const NamedParameter& p : group.params) params.emplace(p.name, &p.tensor);
 
   std::map<std::string, size_t> slots_per_param;
+  std::map<std::string, Device> target_device;
   for (const auto& [key, tensor] : state) {
     // Slot prefixes have no '.', parameter names may ("layer1.weight").
     const size_t dot = key.find('.');
@@ -80,16 +81,22 @@ void Optimizer::load_state_dict(const StateDict& state) {
     const Tensor& p = *param->second;
     const bool fits = slot->scalar ? tensor.dtype() == DType::f64 && tensor.numel() == 1 && tensor.dim() == 0
                                    : tensor.shape() == p.shape() && tensor.dtype() == p.dtype();
-    check(fits && tensor.device() == p.device(), op, ": state entry '", key, "' is ", tensor.str(), " but expected ",
+    check(fits, op, ": state entry '", key, "' is ", tensor.str(), " but expected ",
           slot->scalar ? "f64[] " + p.device().str() : p.str(), " for parameter '", param_name, "'");
     ++slots_per_param[param_name];
+    target_device.emplace(key, p.device());
   }
   for (const auto& [param_name, count] : slots_per_param) {
     check(count == slots.size(), op, ": parameter '", param_name, "' has ", count, " of its ", slots.size(),
           " state entries; a parameter needs all of them or none");
   }
+  // Entries may come from any device and are copied to their parameter's (PyTorch moves loaded
+  // state likewise), so a checkpoint read on the host resumes a CUDA run.
   state_.clear();
-  for (const auto& [key, tensor] : state) state_.emplace(key, tensor.clone());
+  for (const auto& [key, tensor] : state) {
+    const Device device = target_device.at(key);
+    state_.emplace(key, tensor.device() == device ? tensor.clone() : tensor.to(device));
+  }
 }
 
 Tensor& Optimizer::state_tensor(const std::string& prefix, const NamedParameter& param, bool scalar, bool& created) {

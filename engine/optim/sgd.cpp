@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/optim.h"
+#include "kernels/cuda/optim.h"
 
 namespace mcdl {
 
@@ -23,6 +24,8 @@ void Sgd::step() {
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups()) {
     const cpu::SgdCoefficients coefficients{group.lr, group.weight_decay, options_.momentum, options_.nesterov};
+    const cuda::SgdCoefficients device_coefficients{group.lr, group.weight_decay, options_.momentum,
+                                                    options_.nesterov};
     for (const NamedParameter& p : group.params) {
       const Tensor grad = p.tensor.grad();
       if (!grad.defined()) continue;
@@ -38,7 +41,13 @@ void Sgd::step() {
                             coefficients, first_step);
           });
           break;
-        case DeviceType::cuda: fail_no_cuda_kernel("SGD step");
+        case DeviceType::cuda:
+          dispatch_floating(param.dtype(), "SGD step", [&](auto zero) {
+            using T = decltype(zero);
+            cuda::sgd_update(param.ptr<T>(), grad.ptr<T>(), buffer ? buffer->ptr<T>() : nullptr, param.numel(),
+                             device_coefficients, first_step);
+          });
+          break;
       }
     }
   }
