@@ -3,6 +3,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/loss.h"
+#include "kernels/cuda/loss.h"
 
 namespace mcdl {
 namespace {
@@ -15,7 +16,8 @@ void check_logits(const char* op, const Tensor& logits) {
         " are empty; the mean over no samples is undefined");
 }
 
-// Throws on the first target outside [0, classes), naming its value and position.
+// Throws on the first target outside [0, classes), naming its value and position. Reads the
+// targets on the host (CUDA targets are copied there first, before any kernel runs).
 template <class Index>
 void check_target_range(const Tensor& targets, int64_t classes) {
   const Index* t = targets.data<Index>();
@@ -35,7 +37,7 @@ void dispatch_index(const Tensor& targets, F&& f) {
   }
 }
 
-// The upstream gradient of a 0-dim loss.
+// The upstream gradient of a 0-dim loss on the CPU. CUDA kernels read it on the device.
 template <class T>
 double scalar_grad(const Tensor& g) {
   return static_cast<double>(g.data<T>()[0]);
@@ -43,8 +45,11 @@ double scalar_grad(const Tensor& g) {
 
 template <class T>
 T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
-  return sink.needed(input) ? sink.buffer(input, mode).data<T>() : nullptr;
+  return sink.needed(input) ? sink.buffer(input, mode).ptr<T>() : nullptr;
 }
+
+// Device scratch for a loss forward's per-row terms or partial sums.
+Tensor loss_scratch(const Tensor& like, int64_t count) { return empty({count}, like.dtype(), like.device()); }
 
 }  // namespace
 
@@ -70,7 +75,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
         });
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel("cross_entropy");
+    case DeviceType::cuda:
+      dispatch_index(targets, [&](auto index_zero) {
+        using Index = decltype(index_zero);
+        check_target_range<Index>(targets.to(Device::cpu()), classes);
+        dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
+          using T = decltype(zero);
+          Tensor row_terms = loss_scratch(logits, rows);
+          cuda::cross_entropy_forward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), row_terms.ptr<T>(),
+                                      out.ptr<T>(), rows, classes);
+        });
+      });
+      break;
   }
   record(out, "cross_entropy", {logits}, [logits, targets, lse, rows, classes](const Tensor& g, GradSink& sink) {
     dispatch_index(targets, [&](auto index_zero) {
@@ -79,9 +95,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
         using T = decltype(zero);
         GradMode mode;
         Tensor& dlogits = sink.buffer(0, mode);
-        cpu::cross_entropy_backward(logits.data<T>(), targets.data<Index>(), lse.data<T>(),
-                                    scalar_grad<T>(g) / static_cast<double>(rows), dlogits.data<T>(), rows,
-                                    classes, mode == GradMode::Overwrite);
+        const bool overwrite = mode == GradMode::Overwrite;
+        switch (logits.device().type) {
+          case DeviceType::cpu:
+            cpu::cross_entropy_backward(logits.data<T>(), targets.data<Index>(), lse.data<T>(),
+                                        scalar_grad<T>(g) / static_cast<double>(rows), dlogits.data<T>(), rows, classes,
+                                        overwrite);
+            break;
+          case DeviceType::cuda:
+            cuda::cross_entropy_backward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), g.ptr<T>(),
+                                         dlogits.ptr<T>(), rows, classes, overwrite);
+            break;
+        }
       });
     });
   });
@@ -104,7 +129,14 @@ Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
             cpu::cross_entropy_soft_forward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(), rows, classes));
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel("cross_entropy_soft");
+    case DeviceType::cuda:
+      dispatch_floating(logits.dtype(), "cross_entropy_soft", [&](auto zero) {
+        using T = decltype(zero);
+        Tensor row_terms = loss_scratch(logits, rows);
+        cuda::cross_entropy_soft_forward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), row_terms.ptr<T>(),
+                                         out.ptr<T>(), rows, classes);
+      });
+      break;
   }
   record(out, "cross_entropy_soft", {logits, target_probs},
          [logits, target_probs, lse, rows, classes](const Tensor& g, GradSink& sink) {
@@ -113,10 +145,19 @@ Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
              GradMode logits_mode = GradMode::Overwrite, probs_mode = GradMode::Overwrite;
              T* dlogits = grad_or_null<T>(sink, 0, logits_mode);
              T* dprobs = grad_or_null<T>(sink, 1, probs_mode);
-             cpu::cross_entropy_soft_backward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(),
-                                              scalar_grad<T>(g) / static_cast<double>(rows), dlogits,
-                                              logits_mode == GradMode::Overwrite, dprobs,
-                                              probs_mode == GradMode::Overwrite, rows, classes);
+             const bool overwrite_logits = logits_mode == GradMode::Overwrite;
+             const bool overwrite_probs = probs_mode == GradMode::Overwrite;
+             switch (logits.device().type) {
+               case DeviceType::cpu:
+                 cpu::cross_entropy_soft_backward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(),
+                                                  scalar_grad<T>(g) / static_cast<double>(rows), dlogits,
+                                                  overwrite_logits, dprobs, overwrite_probs, rows, classes);
+                 break;
+               case DeviceType::cuda:
+                 cuda::cross_entropy_soft_backward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), g.ptr<T>(),
+                                                   dlogits, overwrite_logits, dprobs, overwrite_probs, rows, classes);
+                 break;
+             }
            });
          });
   return out;
@@ -136,7 +177,13 @@ Tensor mse_loss(const Tensor& a, const Tensor& b) {
         out.data<T>()[0] = static_cast<T>(cpu::mse_forward(a.data<T>(), b.data<T>(), n));
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel("mse_loss");
+    case DeviceType::cuda:
+      dispatch_floating(a.dtype(), "mse_loss", [&](auto zero) {
+        using T = decltype(zero);
+        Tensor partials = loss_scratch(a, cuda::mse_scratch_size(n));
+        cuda::mse_forward(a.ptr<T>(), b.ptr<T>(), partials.ptr<T>(), out.ptr<T>(), n);
+      });
+      break;
   }
   record(out, "mse_loss", {a, b}, [a, b, n](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "mse_loss backward", [&](auto zero) {
@@ -144,8 +191,16 @@ Tensor mse_loss(const Tensor& a, const Tensor& b) {
       GradMode a_mode = GradMode::Overwrite, b_mode = GradMode::Overwrite;
       T* da = grad_or_null<T>(sink, 0, a_mode);
       T* db = grad_or_null<T>(sink, 1, b_mode);
-      cpu::mse_backward(a.data<T>(), b.data<T>(), scalar_grad<T>(g) / static_cast<double>(n), da,
-                        a_mode == GradMode::Overwrite, db, b_mode == GradMode::Overwrite, n);
+      const bool overwrite_a = a_mode == GradMode::Overwrite, overwrite_b = b_mode == GradMode::Overwrite;
+      switch (a.device().type) {
+        case DeviceType::cpu:
+          cpu::mse_backward(a.data<T>(), b.data<T>(), scalar_grad<T>(g) / static_cast<double>(n), da, overwrite_a, db,
+                            overwrite_b, n);
+          break;
+        case DeviceType::cuda:
+          cuda::mse_backward(a.ptr<T>(), b.ptr<T>(), g.ptr<T>(), da, overwrite_a, db, overwrite_b, n);
+          break;
+      }
     });
   });
   return out;

@@ -6,6 +6,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/nn.h"
+#include "kernels/cuda/nn.h"
 
 namespace mcdl {
 namespace {
@@ -25,16 +26,16 @@ Rows last_dim_rows(const char* op, const Tensor& x) {
 // Per-row statistics saved for a backward: one value per row, same dtype as x.
 Tensor row_stats(const Tensor& x, int64_t rows) { return empty({rows}, x.dtype(), x.device()); }
 
-// The data of an optional input (gamma, beta), or null when it is undefined.
+// The data of an optional input (gamma, beta) on its device, or null when it is undefined.
 template <class T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.ptr<T>() : nullptr;
 }
 
 // The gradient buffer of input i and its mode, or null when that input needs no gradient.
 template <class T>
 T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
-  return sink.needed(input) ? sink.buffer(input, mode).data<T>() : nullptr;
+  return sink.needed(input) ? sink.buffer(input, mode).ptr<T>() : nullptr;
 }
 
 }  // namespace
@@ -42,21 +43,23 @@ T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
 Tensor gelu(const Tensor& x) {
   check_floating("gelu", x);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), "gelu", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::gelu_forward(x.data<T>(), out.data<T>(), x.numel());
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("gelu");
-  }
+  dispatch_floating(x.dtype(), "gelu", [&](auto zero) {
+    using T = decltype(zero);
+    switch (x.device().type) {
+      case DeviceType::cpu: cpu::gelu_forward(x.ptr<T>(), out.ptr<T>(), x.numel()); break;
+      case DeviceType::cuda: cuda::gelu_forward(x.ptr<T>(), out.ptr<T>(), x.numel()); break;
+    }
+  });
   record(out, "gelu", {x}, [x](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "gelu backward", [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      cpu::gelu_backward(x.data<T>(), g.data<T>(), dx.data<T>(), x.numel(), mode == GradMode::Overwrite);
+      const bool overwrite = mode == GradMode::Overwrite;
+      switch (x.device().type) {
+        case DeviceType::cpu: cpu::gelu_backward(x.ptr<T>(), g.ptr<T>(), dx.ptr<T>(), x.numel(), overwrite); break;
+        case DeviceType::cuda: cuda::gelu_backward(x.ptr<T>(), g.ptr<T>(), dx.ptr<T>(), x.numel(), overwrite); break;
+      }
     });
   });
   return out;
@@ -74,32 +77,56 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   }
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   Tensor mean = row_stats(x, s.rows), rstd = row_stats(x, s.rows);
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), "layer_norm", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::layer_norm_forward(x.data<T>(), data_or_null<T>(gamma), data_or_null<T>(beta), out.data<T>(),
-                                mean.data<T>(), rstd.data<T>(), s.rows, s.d, eps);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("layer_norm");
-  }
+  dispatch_floating(x.dtype(), "layer_norm", [&](auto zero) {
+    using T = decltype(zero);
+    switch (x.device().type) {
+      case DeviceType::cpu:
+        cpu::layer_norm_forward(x.ptr<T>(), ptr_or_null<T>(gamma), ptr_or_null<T>(beta), out.ptr<T>(), mean.ptr<T>(),
+                                rstd.ptr<T>(), s.rows, s.d, eps);
+        break;
+      case DeviceType::cuda:
+        cuda::layer_norm_forward(x.ptr<T>(), ptr_or_null<T>(gamma), ptr_or_null<T>(beta), out.ptr<T>(), mean.ptr<T>(),
+                                 rstd.ptr<T>(), s.rows, s.d, eps);
+        break;
+    }
+  });
   record(out, "layer_norm", {x, gamma, beta}, [x, gamma, mean, rstd, s](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "layer_norm backward", [&](auto zero) {
       using T = decltype(zero);
+      const DeviceType device = x.device().type;
       GradMode mode;
       if (sink.needed(0)) {
         Tensor& dx = sink.buffer(0, mode);
-        cpu::layer_norm_backward_input(x.data<T>(), data_or_null<T>(gamma), mean.data<T>(), rstd.data<T>(),
-                                       g.data<T>(), dx.data<T>(), s.rows, s.d, mode == GradMode::Overwrite);
+        const bool overwrite = mode == GradMode::Overwrite;
+        switch (device) {
+          case DeviceType::cpu:
+            cpu::layer_norm_backward_input(x.ptr<T>(), ptr_or_null<T>(gamma), mean.ptr<T>(), rstd.ptr<T>(), g.ptr<T>(),
+                                           dx.ptr<T>(), s.rows, s.d, overwrite);
+            break;
+          case DeviceType::cuda:
+            cuda::layer_norm_backward_input(x.ptr<T>(), ptr_or_null<T>(gamma), mean.ptr<T>(), rstd.ptr<T>(), g.ptr<T>(),
+                                            dx.ptr<T>(), s.rows, s.d, overwrite);
+            break;
+        }
       }
       if (sink.needed(1) || sink.needed(2)) {
         GradMode gamma_mode = GradMode::Overwrite, beta_mode = GradMode::Overwrite;
         T* dgamma = grad_or_null<T>(sink, 1, gamma_mode);
         T* dbeta = grad_or_null<T>(sink, 2, beta_mode);
-        cpu::layer_norm_backward_affine(x.data<T>(), mean.data<T>(), rstd.data<T>(), g.data<T>(), dgamma,
-                                        gamma_mode == GradMode::Overwrite, dbeta,
-                                        beta_mode == GradMode::Overwrite, s.rows, s.d);
+        const bool overwrite_gamma = gamma_mode == GradMode::Overwrite,
+                   overwrite_beta = beta_mode == GradMode::Overwrite;
+        switch (device) {
+          case DeviceType::cpu:
+            cpu::layer_norm_backward_affine(x.ptr<T>(), mean.ptr<T>(), rstd.ptr<T>(), g.ptr<T>(), dgamma,
+                                            overwrite_gamma, dbeta, overwrite_beta, s.rows, s.d);
+            break;
+          case DeviceType::cuda: {
+            Tensor scratch = empty({cuda::layer_norm_affine_scratch_size(s.rows, s.d)}, x.dtype(), x.device());
+            cuda::layer_norm_backward_affine(x.ptr<T>(), mean.ptr<T>(), rstd.ptr<T>(), g.ptr<T>(), dgamma,
+                                             overwrite_gamma, dbeta, overwrite_beta, scratch.ptr<T>(), s.rows, s.d);
+            break;
+          }
+        }
       }
     });
   });
@@ -109,26 +136,22 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
 namespace {
 
 // softmax and log_softmax differ only in their kernels; both backwards read the output.
+// `forward` / `backward` take the device first and call that device's kernel.
 template <class Forward, class Backward>
 Tensor softmax_like(const char* op, const char* backward_op, const Tensor& x, Forward forward, Backward backward) {
   const Rows s = last_dim_rows(op, x);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        forward(x.data<T>(), out.data<T>(), s.rows, s.d);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel(op);
-  }
+  dispatch_floating(x.dtype(), op, [&](auto zero) {
+    using T = decltype(zero);
+    forward(x.device().type, x.ptr<T>(), out.ptr<T>(), s.rows, s.d);
+  });
   // The rule keeps the output: through detach(), so the node does not own its own output.
   record(out, op, {x}, [y = out.detach(), s, backward, backward_op](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), backward_op, [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      backward(y.data<T>(), g.data<T>(), dx.data<T>(), s.rows, s.d, mode == GradMode::Overwrite);
+      backward(y.device().type, y.ptr<T>(), g.ptr<T>(), dx.ptr<T>(), s.rows, s.d, mode == GradMode::Overwrite);
     });
   });
   return out;
@@ -138,14 +161,36 @@ Tensor softmax_like(const char* op, const char* backward_op, const Tensor& x, Fo
 
 Tensor softmax(const Tensor& x) {
   return softmax_like(
-      "softmax", "softmax backward", x, [](auto... a) { cpu::softmax_forward(a...); },
-      [](auto... a) { cpu::softmax_backward(a...); });
+      "softmax", "softmax backward", x,
+      [](DeviceType device, auto... a) {
+        switch (device) {
+          case DeviceType::cpu: cpu::softmax_forward(a...); break;
+          case DeviceType::cuda: cuda::softmax_forward(a...); break;
+        }
+      },
+      [](DeviceType device, auto... a) {
+        switch (device) {
+          case DeviceType::cpu: cpu::softmax_backward(a...); break;
+          case DeviceType::cuda: cuda::softmax_backward(a...); break;
+        }
+      });
 }
 
 Tensor log_softmax(const Tensor& x) {
   return softmax_like(
-      "log_softmax", "log_softmax backward", x, [](auto... a) { cpu::log_softmax_forward(a...); },
-      [](auto... a) { cpu::log_softmax_backward(a...); });
+      "log_softmax", "log_softmax backward", x,
+      [](DeviceType device, auto... a) {
+        switch (device) {
+          case DeviceType::cpu: cpu::log_softmax_forward(a...); break;
+          case DeviceType::cuda: cuda::log_softmax_forward(a...); break;
+        }
+      },
+      [](DeviceType device, auto... a) {
+        switch (device) {
+          case DeviceType::cpu: cpu::log_softmax_backward(a...); break;
+          case DeviceType::cuda: cuda::log_softmax_backward(a...); break;
+        }
+      });
 }
 
 Tensor l2_normalize(const Tensor& x, double eps) {
@@ -153,22 +198,29 @@ Tensor l2_normalize(const Tensor& x, double eps) {
   check(eps > 0, "l2_normalize: eps must be > 0, got ", eps);
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   Tensor norm = row_stats(x, s.rows);
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(x.dtype(), "l2_normalize", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::l2_normalize_forward(x.data<T>(), out.data<T>(), norm.data<T>(), s.rows, s.d, eps);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("l2_normalize");
-  }
+  dispatch_floating(x.dtype(), "l2_normalize", [&](auto zero) {
+    using T = decltype(zero);
+    switch (x.device().type) {
+      case DeviceType::cpu: cpu::l2_normalize_forward(x.ptr<T>(), out.ptr<T>(), norm.ptr<T>(), s.rows, s.d, eps); break;
+      case DeviceType::cuda:
+        cuda::l2_normalize_forward(x.ptr<T>(), out.ptr<T>(), norm.ptr<T>(), s.rows, s.d, eps);
+        break;
+    }
+  });
   record(out, "l2_normalize", {x}, [x, norm, s, eps](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "l2_normalize backward", [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      cpu::l2_normalize_backward(x.data<T>(), norm.data<T>(), g.data<T>(), dx.data<T>(), s.rows, s.d, eps,
-                                 mode == GradMode::Overwrite);
+      const bool overwrite = mode == GradMode::Overwrite;
+      switch (x.device().type) {
+        case DeviceType::cpu:
+          cpu::l2_normalize_backward(x.ptr<T>(), norm.ptr<T>(), g.ptr<T>(), dx.ptr<T>(), s.rows, s.d, eps, overwrite);
+          break;
+        case DeviceType::cuda:
+          cuda::l2_normalize_backward(x.ptr<T>(), norm.ptr<T>(), g.ptr<T>(), dx.ptr<T>(), s.rows, s.d, eps, overwrite);
+          break;
+      }
     });
   });
   return out;
@@ -181,27 +233,38 @@ Tensor weight_norm(const Tensor& v, const Tensor& g) {
   const int64_t rows = v.size(0), d = v.numel() / std::max<int64_t>(rows, 1);
   Shape keep_dims(static_cast<size_t>(v.dim()), 1);  // PyTorch's weight_g shape [out, 1, ..., 1]
   keep_dims[0] = rows;
-  check(g.shape() == Shape{rows} || g.shape() == keep_dims, "weight_norm: g ", g.str(), " does not fit v ",
-        v.str(), " (expected [", rows, "] or ", shape_str(keep_dims), ")");
+  check(g.shape() == Shape{rows} || g.shape() == keep_dims, "weight_norm: g ", g.str(), " does not fit v ", v.str(),
+        " (expected [", rows, "] or ", shape_str(keep_dims), ")");
   Tensor out = empty(v.shape(), v.dtype(), v.device());
   Tensor norm = row_stats(v, rows);
-  switch (v.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(v.dtype(), "weight_norm", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::weight_norm_forward(v.data<T>(), g.data<T>(), out.data<T>(), norm.data<T>(), rows, d);
-      });
-      break;
-    case DeviceType::cuda: fail_no_cuda_kernel("weight_norm");
-  }
+  dispatch_floating(v.dtype(), "weight_norm", [&](auto zero) {
+    using T = decltype(zero);
+    switch (v.device().type) {
+      case DeviceType::cpu:
+        cpu::weight_norm_forward(v.ptr<T>(), g.ptr<T>(), out.ptr<T>(), norm.ptr<T>(), rows, d);
+        break;
+      case DeviceType::cuda:
+        cuda::weight_norm_forward(v.ptr<T>(), g.ptr<T>(), out.ptr<T>(), norm.ptr<T>(), rows, d);
+        break;
+    }
+  });
   record(out, "weight_norm", {v, g}, [v, g, norm, rows, d](const Tensor& gw, GradSink& sink) {
     dispatch_floating(gw.dtype(), "weight_norm backward", [&](auto zero) {
       using T = decltype(zero);
       GradMode v_mode = GradMode::Overwrite, g_mode = GradMode::Overwrite;
       T* dv = grad_or_null<T>(sink, 0, v_mode);
       T* dg = grad_or_null<T>(sink, 1, g_mode);
-      cpu::weight_norm_backward(v.data<T>(), g.data<T>(), norm.data<T>(), gw.data<T>(), dv,
-                                v_mode == GradMode::Overwrite, dg, g_mode == GradMode::Overwrite, rows, d);
+      const bool overwrite_v = v_mode == GradMode::Overwrite, overwrite_g = g_mode == GradMode::Overwrite;
+      switch (v.device().type) {
+        case DeviceType::cpu:
+          cpu::weight_norm_backward(v.ptr<T>(), g.ptr<T>(), norm.ptr<T>(), gw.ptr<T>(), dv, overwrite_v, dg,
+                                    overwrite_g, rows, d);
+          break;
+        case DeviceType::cuda:
+          cuda::weight_norm_backward(v.ptr<T>(), g.ptr<T>(), norm.ptr<T>(), gw.ptr<T>(), dv, overwrite_v, dg,
+                                     overwrite_g, rows, d);
+          break;
+      }
     });
   });
   return out;
