@@ -4,6 +4,7 @@
 #include "engine/dispatch.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/shape.h"
+#include "kernels/cuda/indexing.h"
 
 namespace mcdl {
 namespace {
@@ -21,6 +22,38 @@ void dispatch_index(const char* op, const Tensor& indices, F&& f) {
     default:
       fail(op, ": indices must be i64 or i32, got ", indices.str());
   }
+}
+
+// The element at `position` of a device tensor, read back to the host.
+template <class T>
+T read_back(const Tensor& t, int64_t position) {
+  return view_of(t, {1}, t.storage_offset() + position).to(Device::cpu()).data<T>()[0];
+}
+
+// The positions [0, count) of host indices grouped by target row, as the device scatter reads them:
+// [row_starts (rows + 1) | positions (count)], a stable counting sort as in cpu::scatter_add_rows.
+template <class I>
+Tensor positions_by_row(const I* indices, int64_t count, int64_t rows) {
+  Tensor groups = zeros({rows + 1 + count}, DType::i64);
+  int64_t* start = groups.data<int64_t>();
+  int64_t* positions = start + rows + 1;
+  for (int64_t i = 0; i < count; ++i) ++start[static_cast<int64_t>(indices[i]) + 1];
+  for (int64_t r = 0; r < rows; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> next(start, start + rows);
+  for (int64_t i = 0; i < count; ++i) positions[next[static_cast<size_t>(indices[i])]++] = i;
+  return groups;
+}
+
+// The places of the selected mask values on the device (see cuda::mask_places) and the summary
+// scratch holding the count and the first invalid position.
+struct DeviceMaskPlaces {
+  Tensor places, summary;
+};
+DeviceMaskPlaces device_mask_places(const Tensor& mask, int64_t n) {
+  DeviceMaskPlaces result{empty({n}, DType::i64, mask.device()),
+                          empty({cuda::mask_summary_size}, DType::i64, mask.device())};
+  cuda::mask_places(mask.ptr<uint8_t>(), n, result.places.ptr<int64_t>(), result.summary.ptr<int64_t>());
+  return result;
 }
 
 // The rows of x (n rows of shape row_shape) where mask [n] is 1, shared by masked_select
@@ -46,17 +79,44 @@ Tensor select_masked_rows(const char* op, const Tensor& x, const Tensor& mask, i
       });
       break;
     }
-    case DeviceType::cuda:
-      fail_no_cuda_kernel(op);
+    case DeviceType::cuda: {
+      const DeviceMaskPlaces device = device_mask_places(mask, n);
+      const std::vector<int64_t> summary = view_of(device.summary, {2}, 0).to_vector<int64_t>();
+      const int64_t selected = summary[0], bad = summary[1];
+      if (bad < n)
+        fail(op, ": mask value ", int{read_back<uint8_t>(mask, bad)}, " at position ", bad,
+             " is not 0 or 1 (mask ", mask.str(), ")");
+      Shape out_shape{selected};
+      out_shape.insert(out_shape.end(), row_shape.begin(), row_shape.end());
+      out = empty(out_shape, x.dtype(), x.device());
+      dispatch_any(x.dtype(), [&](auto zero) {
+        using Bits = cpu::bits_of<decltype(zero)>;
+        cuda::masked_gather_rows(static_cast<const Bits*>(x.raw_data()), device.places.ptr<int64_t>(), n,
+                                 static_cast<Bits*>(out.raw_data()), row);
+      });
+      break;
+    }
   }
   record(out, op, {x}, [op, mask, n, row](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
-      int64_t selected = 0;
-      const std::vector<int64_t> places = cpu::mask_places(mask.data<uint8_t>(), n, selected);
       GradMode mode;
-      Tensor& dx = sink.buffer(0, mode);
-      cpu::masked_scatter_rows(g.data<T>(), places.data(), n, dx.data<T>(), row, mode == GradMode::Overwrite);
+      switch (g.device().type) {
+        case DeviceType::cpu: {
+          int64_t selected = 0;
+          const std::vector<int64_t> places = cpu::mask_places(mask.data<uint8_t>(), n, selected);
+          Tensor& dx = sink.buffer(0, mode);
+          cpu::masked_scatter_rows(g.data<T>(), places.data(), n, dx.data<T>(), row, mode == GradMode::Overwrite);
+          break;
+        }
+        case DeviceType::cuda: {
+          const DeviceMaskPlaces device = device_mask_places(mask, n);
+          Tensor& dx = sink.buffer(0, mode);
+          cuda::masked_scatter_rows(g.ptr<T>(), device.places.ptr<int64_t>(), n, dx.ptr<T>(), row,
+                                    mode == GradMode::Overwrite);
+          break;
+        }
+      }
     });
   });
   return out;
@@ -101,7 +161,22 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
       });
       break;
     case DeviceType::cuda:
-      fail_no_cuda_kernel("index_select");
+      dispatch_index("index_select", indices, [&](auto index_zero) {
+        using I = decltype(index_zero);
+        // Only the position of the first bad index comes back (a device flag), not the indices.
+        Tensor first_invalid = empty({1}, DType::i64, x.device());
+        cuda::first_invalid_index(indices.ptr<I>(), count, rows, first_invalid.ptr<int64_t>());
+        const int64_t bad = read_back<int64_t>(first_invalid, 0);
+        if (bad < count)
+          fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
+               " rows of ", x.str());
+        dispatch_any(x.dtype(), [&](auto zero) {
+          using Bits = cpu::bits_of<decltype(zero)>;
+          cuda::gather_rows(static_cast<const Bits*>(x.raw_data()), indices.ptr<I>(),
+                            static_cast<Bits*>(out.raw_data()), count, row);
+        });
+      });
+      break;
   }
   record(out, "index_select", {x}, [indices, rows, count, row](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "index_select", [&](auto zero) {
@@ -109,9 +184,24 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
       dispatch_index("index_select", indices, [&](auto index_zero) {
         using I = decltype(index_zero);
         GradMode mode;
-        Tensor& dx = sink.buffer(0, mode);
-        cpu::scatter_add_rows(g.data<T>(), indices.data<I>(), dx.data<T>(), count, rows, row,
-                              mode == GradMode::Overwrite);
+        switch (g.device().type) {
+          case DeviceType::cpu: {
+            Tensor& dx = sink.buffer(0, mode);
+            cpu::scatter_add_rows(g.data<T>(), indices.data<I>(), dx.data<T>(), count, rows, row,
+                                  mode == GradMode::Overwrite);
+            break;
+          }
+          case DeviceType::cuda: {
+            // Deterministic without float atomics: the positions are grouped by target row on the
+            // host, then each dst element sums its positions in order.
+            const Tensor host_indices = indices.to(Device::cpu());
+            const Tensor groups = positions_by_row(host_indices.data<I>(), count, rows).to(g.device());
+            Tensor& dx = sink.buffer(0, mode);
+            cuda::scatter_add_rows(g.ptr<T>(), groups.ptr<int64_t>(), groups.ptr<int64_t>() + rows + 1, dx.ptr<T>(),
+                                   rows, row, mode == GradMode::Overwrite);
+            break;
+          }
+        }
       });
     });
   });

@@ -3,6 +3,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/shape.h"
+#include "kernels/cuda/shape.h"
 
 namespace mcdl {
 namespace {
@@ -35,7 +36,14 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
       });
       break;
     case DeviceType::cuda:
-      fail_no_cuda_kernel(op);
+      check(rank <= cuda::max_permute_rank, op, ": the CUDA kernel takes at most ", cuda::max_permute_rank,
+            " axes, got ", x.str());
+      dispatch_any(x.dtype(), [&](auto zero) {
+        using Bits = cpu::bits_of<decltype(zero)>;
+        cuda::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
+                      perm.data(), rank, true);
+      });
+      break;
   }
   std::vector<int64_t> inverse(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
@@ -44,8 +52,15 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      cpu::permute(g.data<T>(), dx.data<T>(), out_shape.data(), inverse.data(), static_cast<int64_t>(inverse.size()),
-                   mode == GradMode::Overwrite);
+      const int64_t rank = static_cast<int64_t>(inverse.size());
+      switch (g.device().type) {
+        case DeviceType::cpu:
+          cpu::permute(g.data<T>(), dx.data<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
+          break;
+        case DeviceType::cuda:
+          cuda::permute(g.ptr<T>(), dx.ptr<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
+          break;
+      }
     });
   });
   return out;
@@ -129,7 +144,12 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
         });
         break;
       case DeviceType::cuda:
-        fail_no_cuda_kernel("slice");
+        dispatch_any(x.dtype(), [&](auto zero) {
+          using Bits = cpu::bits_of<decltype(zero)>;
+          cuda::copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start,
+                                static_cast<Bits*>(out.raw_data()), count, 0, s.outer, count, s.inner, true);
+        });
+        break;
     }
   }
   record(out, "slice", {x}, [s, start, count](const Tensor& g, GradSink& sink) {
@@ -137,8 +157,16 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      cpu::slice_backward(g.data<T>(), dx.data<T>(), s.outer, s.axis, start, count, s.inner,
-                          mode == GradMode::Overwrite);
+      switch (g.device().type) {
+        case DeviceType::cpu:
+          cpu::slice_backward(g.data<T>(), dx.data<T>(), s.outer, s.axis, start, count, s.inner,
+                              mode == GradMode::Overwrite);
+          break;
+        case DeviceType::cuda:
+          cuda::slice_backward(g.ptr<T>(), dx.ptr<T>(), s.outer, s.axis, start, count, s.inner,
+                               mode == GradMode::Overwrite);
+          break;
+      }
     });
   });
   return out;
@@ -176,7 +204,16 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
       });
       break;
     case DeviceType::cuda:
-      fail_no_cuda_kernel("concat");
+      dispatch_any(first.dtype(), [&](auto zero) {
+        using Bits = cpu::bits_of<decltype(zero)>;
+        int64_t offset = 0;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          cuda::copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
+                                static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
+          offset += lengths[i];
+        }
+      });
+      break;
   }
   record(out, "concat", tensors, [s, lengths](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "concat", [&](auto zero) {
@@ -186,8 +223,16 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
         if (!sink.needed(i)) continue;
         GradMode mode;
         Tensor& dx = sink.buffer(i, mode);
-        cpu::copy_axis_block(g.data<T>(), s.axis, offset, dx.data<T>(), lengths[i], 0, s.outer, lengths[i], s.inner,
-                             mode == GradMode::Overwrite);
+        switch (g.device().type) {
+          case DeviceType::cpu:
+            cpu::copy_axis_block(g.data<T>(), s.axis, offset, dx.data<T>(), lengths[i], 0, s.outer, lengths[i],
+                                 s.inner, mode == GradMode::Overwrite);
+            break;
+          case DeviceType::cuda:
+            cuda::copy_axis_block(g.ptr<T>(), s.axis, offset, dx.ptr<T>(), lengths[i], 0, s.outer, lengths[i],
+                                  s.inner, mode == GradMode::Overwrite);
+            break;
+        }
       }
     });
   });
