@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace mcdl {
 namespace {
@@ -66,7 +67,7 @@ BroadcastLayout broadcast_layout(const char* op, const Tensor& a, const Tensor& 
 }
 
 template <class Op, class T>
-void binary_forward(const BroadcastLayout& l, const T* a, const T* b, T* out) {
+void binary_forward_cpu(const BroadcastLayout& l, const T* a, const T* b, T* out) {
   switch (l.kind) {
     case BroadcastLayout::Kind::same: cpu::binary_same<Op>(a, b, out, shape_numel(l.out)); return;
     case BroadcastLayout::Kind::rows: cpu::binary_rows<Op>(a, b, out, l.rows, l.cols); return;
@@ -79,7 +80,7 @@ void binary_forward(const BroadcastLayout& l, const T* a, const T* b, T* out) {
 
 // dst (=|+=) the gradient of operand `side`, summed over the dimensions it was broadcast along.
 template <cpu::Operand side, class Op, class T>
-void binary_backward(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
+void binary_backward_cpu(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
   switch (l.kind) {
     case BroadcastLayout::Kind::same:
       cpu::binary_grad_same<side, Op>(g, a, b, dst, shape_numel(l.out), overwrite);
@@ -100,6 +101,71 @@ void binary_backward(const BroadcastLayout& l, const T* g, const T* a, const T* 
   }
 }
 
+// The CUDA kernels name the ops of kernels/cpu/elementwise.h by enum.
+constexpr cuda::BinaryOp cuda_op(cpu::Add) { return cuda::BinaryOp::add; }
+constexpr cuda::BinaryOp cuda_op(cpu::Sub) { return cuda::BinaryOp::sub; }
+constexpr cuda::BinaryOp cuda_op(cpu::Mul) { return cuda::BinaryOp::mul; }
+constexpr cuda::BinaryOp cuda_op(cpu::Div) { return cuda::BinaryOp::div; }
+constexpr cuda::Operand cuda_side(cpu::Operand side) {
+  return side == cpu::Operand::x ? cuda::Operand::x : cuda::Operand::y;
+}
+
+cuda::UnaryFn cuda_fn(const cpu::Neg&) { return {cuda::UnaryOp::neg, 0.0}; }
+cuda::UnaryFn cuda_fn(const cpu::Exp&) { return {cuda::UnaryOp::exp, 0.0}; }
+cuda::UnaryFn cuda_fn(const cpu::Log&) { return {cuda::UnaryOp::log, 0.0}; }
+cuda::UnaryFn cuda_fn(const cpu::Sqrt&) { return {cuda::UnaryOp::sqrt, 0.0}; }
+cuda::UnaryFn cuda_fn(const cpu::PowScalar& op) { return {cuda::UnaryOp::pow, op.exponent}; }
+cuda::UnaryFn cuda_fn(const cpu::AddScalar& op) { return {cuda::UnaryOp::add_scalar, op.s}; }
+cuda::UnaryFn cuda_fn(const cpu::SubScalar& op) { return {cuda::UnaryOp::sub_scalar, op.s}; }
+cuda::UnaryFn cuda_fn(const cpu::RSubScalar& op) { return {cuda::UnaryOp::rsub_scalar, op.s}; }
+cuda::UnaryFn cuda_fn(const cpu::MulScalar& op) { return {cuda::UnaryOp::mul_scalar, op.s}; }
+cuda::UnaryFn cuda_fn(const cpu::DivScalar& op) { return {cuda::UnaryOp::div_scalar, op.s}; }
+cuda::UnaryFn cuda_fn(const cpu::RDivScalar& op) { return {cuda::UnaryOp::rdiv_scalar, op.s}; }
+
+template <class Op, class T>
+void binary_forward_cuda(const BroadcastLayout& l, const T* a, const T* b, T* out) {
+  switch (l.kind) {
+    case BroadcastLayout::Kind::same: cuda::binary_same(cuda_op(Op{}), a, b, out, shape_numel(l.out)); return;
+    case BroadcastLayout::Kind::rows: cuda::binary_rows(cuda_op(Op{}), a, b, out, l.rows, l.cols); return;
+    case BroadcastLayout::Kind::strided:
+      cuda::binary_strided(cuda_op(Op{}), a, l.a_strides.data(), b, l.b_strides.data(), out, l.out.data(),
+                           static_cast<int64_t>(l.out.size()));
+      return;
+  }
+}
+
+template <cpu::Operand side, class Op, class T>
+void binary_backward_cuda(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
+  const cuda::BinaryOp op = cuda_op(Op{});
+  switch (l.kind) {
+    case BroadcastLayout::Kind::same:
+      cuda::binary_grad_same(op, cuda_side(side), g, a, b, dst, shape_numel(l.out), overwrite);
+      return;
+    case BroadcastLayout::Kind::rows:
+      if constexpr (side == cpu::Operand::x) {
+        cuda::binary_grad_rows_full(op, cuda_side(side), g, a, b, dst, l.rows, l.cols, overwrite);
+      } else {
+        cuda::binary_grad_rows_reduced(op, cuda_side(side), g, a, b, dst, l.rows, l.cols, overwrite);
+      }
+      return;
+    case BroadcastLayout::Kind::strided: {
+      const Shape& target = side == cpu::Operand::x ? l.a_shape : l.b_shape;
+      cuda::binary_grad_strided(op, cuda_side(side), g, a, l.a_strides.data(), b, l.b_strides.data(), l.out.data(),
+                                target.data(), static_cast<int64_t>(l.out.size()), dst, overwrite);
+      return;
+    }
+  }
+}
+
+template <cpu::Operand side, class Op, class T>
+void binary_backward(DeviceType device, const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst,
+                     bool overwrite) {
+  switch (device) {
+    case DeviceType::cpu: binary_backward_cpu<side, Op>(l, g, a, b, dst, overwrite); return;
+    case DeviceType::cuda: binary_backward_cuda<side, Op>(l, g, a, b, dst, overwrite); return;
+  }
+}
+
 template <class Op>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_device(op, a, b);
@@ -110,26 +176,38 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
     case DeviceType::cpu:
       dispatch_floating(a.dtype(), op, [&](auto zero) {
         using T = decltype(zero);
-        binary_forward<Op>(layout, a.data<T>(), b.data<T>(), out.data<T>());
+        binary_forward_cpu<Op>(layout, a.data<T>(), b.data<T>(), out.data<T>());
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel(op);
+    case DeviceType::cuda:
+      check(layout.kind != BroadcastLayout::Kind::strided ||
+                static_cast<int64_t>(layout.out.size()) <= cuda::max_broadcast_rank,
+            op, ": broadcasting ", a.str(), " with ", b.str(), " has more than ", cuda::max_broadcast_rank,
+            " dimensions, the most the cuda kernels take");
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        binary_forward_cuda<Op>(layout, a.ptr<T>(), b.ptr<T>(), out.ptr<T>());
+      });
+      break;
   }
   // add and sub need only the output gradient: they keep no input alive.
   const Tensor saved_a = Op::uses_inputs ? a : Tensor(), saved_b = Op::uses_inputs ? b : Tensor();
   record(out, op, {a, b}, [op, layout, saved_a, saved_b](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
-      const T* ap = saved_a.defined() ? saved_a.data<T>() : nullptr;
-      const T* bp = saved_b.defined() ? saved_b.data<T>() : nullptr;
+      const DeviceType device = g.device().type;
+      const T* ap = saved_a.defined() ? saved_a.ptr<T>() : nullptr;
+      const T* bp = saved_b.defined() ? saved_b.ptr<T>() : nullptr;
       GradMode mode;
       if (sink.needed(0)) {
         Tensor& da = sink.buffer(0, mode);
-        binary_backward<cpu::Operand::x, Op>(layout, g.data<T>(), ap, bp, da.data<T>(), mode == GradMode::Overwrite);
+        binary_backward<cpu::Operand::x, Op>(device, layout, g.ptr<T>(), ap, bp, da.ptr<T>(),
+                                             mode == GradMode::Overwrite);
       }
       if (sink.needed(1)) {
         Tensor& db = sink.buffer(1, mode);
-        binary_backward<cpu::Operand::y, Op>(layout, g.data<T>(), ap, bp, db.data<T>(), mode == GradMode::Overwrite);
+        binary_backward<cpu::Operand::y, Op>(device, layout, g.ptr<T>(), ap, bp, db.ptr<T>(),
+                                             mode == GradMode::Overwrite);
       }
     });
   });
@@ -147,7 +225,12 @@ Tensor unary(const char* op_name, const Tensor& a, const Op& op) {
         cpu::unary_forward(a.data<T>(), out.data<T>(), a.numel(), op);
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel(op_name);
+    case DeviceType::cuda:
+      dispatch_floating(a.dtype(), op_name, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::unary_forward(cuda_fn(op), a.ptr<T>(), out.ptr<T>(), a.numel());
+      });
+      break;
   }
   // Keep only what the derivative reads; the output through detach() (no cycle).
   const Tensor saved_in = Op::uses_input ? a : Tensor();
@@ -157,9 +240,17 @@ Tensor unary(const char* op_name, const Tensor& a, const Op& op) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
-      cpu::unary_backward(g.data<T>(), saved_in.defined() ? saved_in.data<T>() : nullptr,
-                          saved_out.defined() ? saved_out.data<T>() : nullptr, da.data<T>(), g.numel(),
-                          mode == GradMode::Overwrite, op);
+      const T* in = saved_in.defined() ? saved_in.ptr<T>() : nullptr;
+      const T* result = saved_out.defined() ? saved_out.ptr<T>() : nullptr;
+      switch (g.device().type) {
+        case DeviceType::cpu:
+          cpu::unary_backward(g.data<T>(), in, result, da.data<T>(), g.numel(), mode == GradMode::Overwrite, op);
+          break;
+        case DeviceType::cuda:
+          cuda::unary_backward(cuda_fn(op), g.ptr<T>(), in, result, da.ptr<T>(), g.numel(),
+                               mode == GradMode::Overwrite);
+          break;
+      }
     });
   });
   return out;

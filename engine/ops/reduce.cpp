@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cuda/reduce.h"
 
 namespace mcdl {
 namespace {
@@ -39,6 +40,17 @@ ReduceGeometry axis_geometry(const char* op, const Tensor& a, int64_t axis, bool
   return geo;
 }
 
+// Device scratch of a two-pass CUDA reduction (8-byte words of `dtype`); undefined when one pass suffices.
+Tensor cuda_scratch(const ReduceGeometry& geo, DType dtype, Device device) {
+  const int64_t words = cuda::reduce_scratch_words(geo.outer, geo.len, geo.inner);
+  return words > 0 ? empty({words}, dtype, device) : Tensor();
+}
+
+template <class T>
+T* scratch_ptr(Tensor& scratch) {
+  return scratch.defined() ? scratch.ptr<T>() : nullptr;
+}
+
 // Sum (divisor 1) or mean (divisor len) over the middle of the geometry.
 Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, double divisor) {
   Tensor out = empty(geo.out_shape, a.dtype(), a.device());
@@ -49,15 +61,30 @@ Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, doub
         cpu::sum_axis(a.data<T>(), out.data<T>(), geo.outer, geo.len, geo.inner, divisor);
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel(op);
+    case DeviceType::cuda: {
+      Tensor scratch = cuda_scratch(geo, DType::f64, a.device());
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::sum_axis(a.ptr<T>(), out.ptr<T>(), geo.outer, geo.len, geo.inner, divisor, scratch_ptr<double>(scratch));
+      });
+      break;
+    }
   }
   record(out, op, {a}, [op, geo, divisor](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
-      cpu::sum_axis_backward(g.data<T>(), da.data<T>(), geo.outer, geo.len, geo.inner, divisor,
-                             mode == GradMode::Overwrite);
+      switch (g.device().type) {
+        case DeviceType::cpu:
+          cpu::sum_axis_backward(g.data<T>(), da.data<T>(), geo.outer, geo.len, geo.inner, divisor,
+                                 mode == GradMode::Overwrite);
+          break;
+        case DeviceType::cuda:
+          cuda::sum_axis_backward(g.ptr<T>(), da.ptr<T>(), geo.outer, geo.len, geo.inner, divisor,
+                                  mode == GradMode::Overwrite);
+          break;
+      }
     });
   });
   return out;
@@ -74,15 +101,31 @@ Tensor max_over(const char* op, const Tensor& a, const ReduceGeometry& geo) {
         cpu::max_axis(a.data<T>(), out.data<T>(), index.data<int64_t>(), geo.outer, geo.len, geo.inner);
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel(op);
+    case DeviceType::cuda: {
+      Tensor scratch = cuda_scratch(geo, DType::i64, a.device());
+      dispatch_floating(a.dtype(), op, [&](auto zero) {
+        using T = decltype(zero);
+        cuda::max_axis(a.ptr<T>(), out.ptr<T>(), index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
+                       scratch_ptr<int64_t>(scratch));
+      });
+      break;
+    }
   }
   record(out, op, {a}, [op, geo, index](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
-      cpu::max_axis_backward(g.data<T>(), index.data<int64_t>(), da.data<T>(), geo.outer, geo.len, geo.inner,
-                             mode == GradMode::Overwrite);
+      switch (g.device().type) {
+        case DeviceType::cpu:
+          cpu::max_axis_backward(g.data<T>(), index.data<int64_t>(), da.data<T>(), geo.outer, geo.len, geo.inner,
+                                 mode == GradMode::Overwrite);
+          break;
+        case DeviceType::cuda:
+          cuda::max_axis_backward(g.ptr<T>(), index.ptr<int64_t>(), da.ptr<T>(), geo.outer, geo.len, geo.inner,
+                                  mode == GradMode::Overwrite);
+          break;
+      }
     });
   });
   return out;
@@ -122,7 +165,15 @@ Tensor argmax(const Tensor& a, int64_t axis, bool keepdim) {
         cpu::max_axis<T>(a.data<T>(), nullptr, index.data<int64_t>(), geo.outer, geo.len, geo.inner);
       });
       break;
-    case DeviceType::cuda: fail_no_cuda_kernel("argmax");
+    case DeviceType::cuda: {
+      Tensor scratch = cuda_scratch(geo, DType::i64, a.device());
+      dispatch_floating(a.dtype(), "argmax", [&](auto zero) {
+        using T = decltype(zero);
+        cuda::max_axis<T>(a.ptr<T>(), nullptr, index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
+                          scratch_ptr<int64_t>(scratch));
+      });
+      break;
+    }
   }
   return index;
 }

@@ -1,0 +1,291 @@
+#include "kernels/cuda/reduce.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+#include "kernels/cuda/elementwise_launch.h"
+
+namespace mcdl::cuda {
+namespace {
+
+constexpr unsigned warp_width = 32;
+
+// The runs a reduction launch combines. Output j (of targets = outer·inner) reduces positions
+// k < len at x[base(j) + k·inner]. With chunks > 1 each output's positions are split into chunks
+// of `chunk` consecutive positions: run r = c·targets + j reduces chunk c of output j (chunk-major,
+// so that neighbouring runs read neighbouring memory when inner > 1).
+struct Runs {
+  int64_t targets, len, inner, chunks, chunk;
+  __device__ int64_t base(int64_t j) const { return (j / inner) * len * inner + j % inner; }
+};
+
+// A reduction over the runs: Acc is the partial result, combine must be associative and
+// commutative for the tree order not to matter beyond rounding.
+template <class In, class Out>
+struct SumPolicy {
+  using Acc = double;
+  const In* x;
+  Out* out;
+  double divisor;
+  __device__ static double identity() { return 0.0; }
+  __device__ static double combine(double a, double b) { return a + b; }
+  __device__ static double shuffle_xor(double value, unsigned offset) {
+    return __shfl_xor_sync(0xffffffffu, value, static_cast<int>(offset));
+  }
+  __device__ double load(int64_t, int64_t offset, int64_t) const { return static_cast<double>(x[offset]); }
+  __device__ void store(int64_t run, double s) const { out[run] = static_cast<Out>(s / divisor); }
+};
+
+// A candidate maximum: an element and its position along the axis (index < 0: none yet).
+template <class T>
+struct Candidate {
+  T value;
+  int64_t index;
+};
+
+// PyTorch's max/argmax order (kernels/cpu/reduce.h): NaN beats every number.
+template <class T>
+__device__ __forceinline__ bool beats(T candidate, T best) {
+  return candidate > best || (candidate != candidate && best == best);
+}
+
+template <class T>
+struct ArgmaxPolicy {
+  using Acc = Candidate<T>;
+  const T* x;
+  T* values;  // may be null
+  int64_t* index;
+  __device__ static Acc identity() { return {T(0), -1}; }
+  // The larger; on a tie (equal, or both NaN) the earlier position, as the CPU's first-max scan.
+  __device__ static Acc combine(Acc a, Acc b) {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    if (beats(b.value, a.value)) return b;
+    if (beats(a.value, b.value)) return a;
+    return b.index < a.index ? b : a;
+  }
+  __device__ static Acc shuffle_xor(Acc c, unsigned offset) {
+    return {__shfl_xor_sync(0xffffffffu, c.value, static_cast<int>(offset)),
+            __shfl_xor_sync(0xffffffffu, c.index, static_cast<int>(offset))};
+  }
+  __device__ Acc load(int64_t, int64_t offset, int64_t k) const { return {x[offset], k}; }
+  __device__ void store(int64_t run, Acc c) const {
+    index[run] = c.index;
+    if (values) values[run] = c.value;
+  }
+};
+
+// The second pass of a split argmax: the runs read the first pass's per-chunk positions and
+// look their elements up in x, whose geometry is `source`.
+template <class T>
+struct ArgmaxOfChunksPolicy : ArgmaxPolicy<T> {
+  const int64_t* chunk_best;
+  Runs source;
+  __device__ Candidate<T> load(int64_t j, int64_t offset, int64_t) const {
+    const int64_t k = chunk_best[offset];
+    return {this->x[source.base(j) + k * source.inner], k};
+  }
+};
+
+// How the threads of a block split over runs: `lanes` runs per block, per_run = blockDim.x / lanes
+// threads per run, thread ty of a run combining positions ty, ty + per_run, ... of it in order.
+// Strided runs (inner > 1) put the runs on the fast thread index, so that a warp reads `lanes`
+// neighbouring outputs (lanes: a power of two up to 32, or blockDim.x for a thread per run).
+// Contiguous runs put the positions on the fast index: a warp (per_run 32) or the whole block
+// (per_run = blockDim.x) reads one run.
+struct Layout {
+  unsigned lanes, per_run;
+  bool positions_fast;
+};
+
+// The threads of one run meet by xor-shuffles inside each warp, then, where a run spans several
+// warps, warp by warp in shared memory; a fixed order throughout.
+template <class Policy>
+__global__ void reduce_kernel(Policy policy, Runs runs, Layout layout) {
+  using Acc = typename Policy::Acc;
+  __shared__ Acc warp_results[warp_width * warp_width];
+  const unsigned lanes = layout.lanes, per_run = layout.per_run;
+  const bool positions_fast = layout.positions_fast;
+  const unsigned tx = positions_fast ? threadIdx.x / per_run : threadIdx.x % lanes;
+  const unsigned ty = positions_fast ? threadIdx.x % per_run : threadIdx.x / lanes;
+  const unsigned lane = threadIdx.x % warp_width, warp = threadIdx.x / warp_width, warps = blockDim.x / warp_width;
+  // A run's threads in different warps: several warps per run (positions fast), or every warp
+  // holding a share of each of the block's runs (runs fast).
+  const bool across_warps = positions_fast ? per_run > warp_width : per_run > 1 && warps > 1;
+  const int64_t count = runs.targets * runs.chunks;
+  // The loop bounds depend on blockIdx only, so every thread reaches the barriers.
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * lanes; first < count;
+       first += static_cast<int64_t>(gridDim.x) * lanes) {
+    const int64_t run = first + tx;
+    Acc acc = Policy::identity();
+    if (run < count) {
+      const int64_t j = run % runs.targets, begin = run / runs.targets * runs.chunk;
+      const int64_t end = begin + runs.chunk < runs.len ? begin + runs.chunk : runs.len;
+      const int64_t base = runs.base(j);
+      for (int64_t k = begin + ty; k < end; k += per_run)
+        acc = Policy::combine(acc, policy.load(j, base + k * runs.inner, k));
+    }
+    // Lanes `offset` apart belong to the same run for these offsets (the same for the whole block).
+    for (unsigned offset = warp_width / 2; offset > 0; offset /= 2)
+      if (positions_fast ? offset < per_run : offset >= lanes)
+        acc = Policy::combine(acc, Policy::shuffle_xor(acc, offset));
+    if (!across_warps) {
+      if (ty == 0 && run < count) policy.store(run, acc);
+      continue;
+    }
+    // One result per warp and run: slot warp (positions fast) or warp · lanes + tx (runs fast).
+    if (positions_fast ? lane == 0 : lane < lanes) warp_results[positions_fast ? warp : warp * lanes + tx] = acc;
+    __syncthreads();
+    if (ty == 0 && run < count) {
+      const unsigned slots = positions_fast ? per_run / warp_width : warps;
+      const unsigned slot0 = positions_fast ? tx * slots : tx, step = positions_fast ? 1 : lanes;
+      Acc total = warp_results[slot0];
+      for (unsigned w = 1; w < slots; ++w) total = Policy::combine(total, warp_results[slot0 + w * step]);
+      policy.store(run, total);
+    }
+    __syncthreads();  // warp_results is rewritten by the next tile
+  }
+}
+
+// Runs of at most this many positions get a thread each.
+constexpr int64_t serial_length = 16;
+// Contiguous runs up to this long get a warp each, longer ones a block.
+constexpr int64_t warp_run_length = 1024;
+// A split reduction aims at this many blocks in all (about 8 per SM of an H100) ...
+constexpr int64_t split_blocks = 1024;
+// ... with at least this many positions per thread.
+constexpr int64_t split_min_per_thread = 32;
+
+struct Plan {
+  Runs runs;
+  Layout layout;
+  unsigned block;
+  dim3 grid;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// How to reduce [outer, len, inner]; `split` allows chunks (a second pass over the partials).
+Plan plan_reduction(int64_t outer, int64_t len, int64_t inner, bool split) {
+  Plan plan;
+  plan.block = block_size(256);
+  if (len <= serial_length) {
+    plan.layout = {plan.block, 1, false};
+  } else if (inner == 1) {
+    const unsigned per_run = len <= warp_run_length ? warp_width : plan.block;
+    plan.layout = {plan.block / per_run, per_run, true};
+  } else {
+    const auto lanes =
+        static_cast<unsigned>(std::min<uint64_t>(warp_width, std::bit_ceil(static_cast<uint64_t>(inner))));
+    plan.layout = {lanes, plan.block / lanes, false};
+  }
+  const int64_t targets = outer * inner, lanes = plan.layout.lanes, per_run = plan.layout.per_run;
+  int64_t chunks = 1;
+  if (split && per_run > 1)
+    chunks = std::max<int64_t>(
+        1, std::min(ceil_div(len, per_run * split_min_per_thread), split_blocks / ceil_div(targets, lanes)));
+  const int64_t chunk = ceil_div(len, chunks);
+  chunks = ceil_div(len, chunk);  // no empty chunk
+  plan.runs = Runs{targets, len, inner, chunks, chunk};
+  plan.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(targets * chunks, lanes), 1, 65535)));
+  return plan;
+}
+
+template <class Policy>
+void run(const Policy& policy, const Plan& plan) {
+  launch(reduce_kernel<Policy>, plan.grid, dim3(plan.block), 0, engine_stream(), policy, plan.runs, plan.layout);
+}
+
+void require_scratch(const Plan& plan, const void* scratch) {
+  if (plan.runs.chunks > 1 && scratch == nullptr)
+    throw std::invalid_argument("mcdl::cuda: this reduction needs scratch (reduce_scratch_words)");
+}
+
+template <class T>
+__global__ void sum_axis_backward_kernel(const T* g, T* dx, int64_t n, int64_t len, int64_t inner, double divisor,
+                                         bool overwrite) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
+    const T value = static_cast<T>(g[i / (len * inner) * inner + i % inner] / divisor);
+    dx[i] = overwrite ? value : dx[i] + value;
+  }
+}
+
+template <class T>
+__global__ void max_axis_backward_kernel(const T* g, const int64_t* index, T* dx, int64_t n, int64_t len,
+                                         int64_t inner, bool overwrite) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
+    const int64_t j = i / (len * inner) * inner + i % inner;
+    const bool hit = index[j] == i / inner % len;
+    // As the CPU: zero-fill, then add g at the maximum (0 + g, so -0 becomes +0 there too).
+    if (overwrite) {
+      dx[i] = hit ? T(0) + g[j] : T(0);
+    } else if (hit) {
+      dx[i] += g[j];
+    }
+  }
+}
+
+}  // namespace
+
+int64_t reduce_scratch_words(int64_t outer, int64_t len, int64_t inner) {
+  const Plan plan = plan_reduction(outer, len, inner, true);
+  return plan.runs.chunks > 1 ? plan.runs.targets * plan.runs.chunks : 0;
+}
+
+template <class T>
+void sum_axis(const T* x, T* out, int64_t outer, int64_t len, int64_t inner, double divisor, double* scratch) {
+  if (outer * inner == 0) return;
+  const Plan plan = plan_reduction(outer, len, inner, true);
+  if (plan.runs.chunks == 1) {
+    run(SumPolicy<T, T>{x, out, divisor}, plan);
+    return;
+  }
+  require_scratch(plan, scratch);
+  // Pass 1: chunk sums [chunks, targets] in double; pass 2: the sum over chunks of each output.
+  run(SumPolicy<T, double>{x, scratch, 1.0}, plan);
+  run(SumPolicy<double, T>{scratch, out, divisor}, plan_reduction(1, plan.runs.chunks, plan.runs.targets, false));
+}
+
+template <class T>
+void sum_axis_backward(const T* g, T* dx, int64_t outer, int64_t len, int64_t inner, double divisor, bool overwrite) {
+  const int64_t n = outer * len * inner;
+  if (n == 0) return;
+  launch(sum_axis_backward_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), g, dx, n,
+         len, inner, divisor, overwrite);
+}
+
+template <class T>
+void max_axis(const T* x, T* values, int64_t* index, int64_t outer, int64_t len, int64_t inner, int64_t* scratch) {
+  if (outer * inner == 0) return;
+  const Plan plan = plan_reduction(outer, len, inner, true);
+  if (plan.runs.chunks == 1) {
+    run(ArgmaxPolicy<T>{x, values, index}, plan);
+    return;
+  }
+  require_scratch(plan, scratch);
+  // Pass 1: the first maximum of each chunk [chunks, targets]; pass 2: the best of those.
+  run(ArgmaxPolicy<T>{x, nullptr, scratch}, plan);
+  run(ArgmaxOfChunksPolicy<T>{{x, values, index}, scratch, plan.runs},
+      plan_reduction(1, plan.runs.chunks, plan.runs.targets, false));
+}
+
+template <class T>
+void max_axis_backward(const T* g, const int64_t* index, T* dx, int64_t outer, int64_t len, int64_t inner,
+                       bool overwrite) {
+  const int64_t n = outer * len * inner;
+  if (n == 0) return;
+  launch(max_axis_backward_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), g, index,
+         dx, n, len, inner, overwrite);
+}
+
+#define MCDL_INSTANTIATE_REDUCE(T)                                                                 \
+  template void sum_axis<T>(const T*, T*, int64_t, int64_t, int64_t, double, double*);             \
+  template void sum_axis_backward<T>(const T*, T*, int64_t, int64_t, int64_t, double, bool);       \
+  template void max_axis<T>(const T*, T*, int64_t*, int64_t, int64_t, int64_t, int64_t*);          \
+  template void max_axis_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, bool);
+MCDL_INSTANTIATE_REDUCE(float)
+MCDL_INSTANTIATE_REDUCE(double)
+#undef MCDL_INSTANTIATE_REDUCE
+
+}  // namespace mcdl::cuda

@@ -1,0 +1,140 @@
+// Reductions on the device against the CPU: sum, mean and max over all elements and along each
+// axis (with keepdim), their gradients, and argmax, whose integer result must be identical:
+// the first maximum on ties, NaN counting as the largest (PyTorch).
+//
+// Tolerances. Both sides sum f32 data in double and round once, so sums differ from the CPU by at
+// most one float ulp (a different summation order in double); 1e-5 relative plus 1e-6 absolute
+// leaves a wide margin. f64: 1e-12 (the order of a double sum of up to 151k terms of size ≤ 1).
+// max, argmax and the max gradient pick elements, so they are compared exactly.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/ops.h"
+#include "tests/cuda/parity.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+
+constexpr double f32_atol = 1e-6, f32_rtol = 1e-5, f64_tol = 1e-12;
+
+Tensor leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
+  return random_tensor(shape, seed, -1, 1, dtype).set_requires_grad(true);
+}
+
+// Values from {0, 0.25, ..., 1.75}: ties everywhere.
+Tensor tied(const Shape& shape, uint64_t seed) {
+  std::vector<float> values;
+  for (double v : random_tensor(shape, seed, 0, 2).to_vector<double>()) values.push_back(std::floor(v * 4) / 4);
+  return from_vector(values, shape).set_requires_grad(true);
+}
+
+// sum, mean and max of x over all elements, and the same times x (x's gradient written twice).
+void check_all_elements(const Tensor& x, double atol, double rtol) {
+  const std::string shape = x.str();
+  check_cuda_parity("sum of " + shape, [](const auto& in) { return sum(in[0]); }, {x}, atol, rtol);
+  check_cuda_parity("mean of " + shape, [](const auto& in) { return mean(in[0]); }, {x}, atol, rtol);
+  check_cuda_parity("max of " + shape, [](const auto& in) { return max(in[0]); }, {x}, 0, 0);
+  check_cuda_parity("sum of " + shape + " times x", [](const auto& in) { return mul(in[0], sum(in[0])); }, {x}, atol,
+                    rtol);
+}
+
+// sum, mean, max and argmax of x along `axis`, with and without keepdim.
+void check_axis(const Tensor& x, int64_t axis, double atol, double rtol) {
+  for (bool keepdim : {false, true}) {
+    const std::string what = x.str() + " axis " + std::to_string(axis) + (keepdim ? " keepdim" : "");
+    check_cuda_parity("sum of " + what, [&](const auto& in) { return sum(in[0], axis, keepdim); }, {x}, atol, rtol);
+    check_cuda_parity("mean of " + what, [&](const auto& in) { return mean(in[0], axis, keepdim); }, {x}, atol, rtol);
+    check_cuda_parity("max of " + what, [&](const auto& in) { return max(in[0], axis, keepdim); }, {x}, 0, 0);
+    check_cuda_forward_parity("argmax of " + what, [&](const auto& in) { return argmax(in[0], axis, keepdim); }, {x});
+  }
+  // x used again after the reduction: its gradient buffer is written twice.
+  const std::string what = x.str() + " axis " + std::to_string(axis);
+  check_cuda_parity("x times its max along " + what, [&](const auto& in) { return mul(in[0], max(in[0], axis, true)); },
+                    {x}, atol, rtol);
+  check_cuda_parity("x times its mean along " + what,
+                    [&](const auto& in) { return mul(in[0], mean(in[0], axis, true)); }, {x}, atol, rtol);
+}
+
+// A long 1-D row with a tie of the maximum far apart and NaNs placed at `nans` (none if empty).
+Tensor long_row(int64_t n, const std::vector<int64_t>& maxima, const std::vector<int64_t>& nans) {
+  std::vector<float> values;
+  for (double v : random_tensor({n}, 77, -1, 1).to_vector<double>()) values.push_back(static_cast<float>(v));
+  for (int64_t i : maxima) values[static_cast<size_t>(i)] = 5.0f;
+  for (int64_t i : nans) values[static_cast<size_t>(i)] = std::numeric_limits<float>::quiet_NaN();
+  return from_vector(values, {n});
+}
+
+}  // namespace
+
+TEST_CASE("cuda reduce: sum, mean and max over all elements match the CPU") {
+  check_all_elements(leaf({1}, 1), f32_atol, f32_rtol);
+  check_all_elements(leaf({3}, 2), f32_atol, f32_rtol);
+  check_all_elements(leaf({}, 3), f32_atol, f32_rtol);
+  check_all_elements(leaf({197, 768}, 4), f32_atol, f32_rtol);  // two passes through scratch
+}
+
+TEST_CASE("cuda reduce: sum, mean, max and argmax along an axis match the CPU") {
+  const Tensor wide = leaf({197, 768}, 11);
+  for (int64_t axis : {0, 1, -1}) check_axis(wide, axis, f32_atol, f32_rtol);
+  const Tensor small = leaf({3, 197}, 12);
+  for (int64_t axis : {0, 1, -1}) check_axis(small, axis, f32_atol, f32_rtol);
+  check_axis(leaf({2, 3, 64}, 13), 1, f32_atol, f32_rtol);     // short runs: a thread per output
+  check_axis(leaf({197, 3}, 14), 0, f32_atol, f32_rtol);       // runs strided by 3
+  check_axis(leaf({3, 2304}, 15), 1, f32_atol, f32_rtol);      // long contiguous rows
+  check_axis(leaf({4, 197, 64}, 16), 1, f32_atol, f32_rtol);   // strided runs in chunks (two passes)
+}
+
+TEST_CASE("cuda reduce: max and argmax take the first maximum on ties") {
+  for (int64_t axis : {0, 1}) {
+    check_axis(tied({197, 768}, 21), axis, f32_atol, f32_rtol);
+    check_axis(tied({3, 197}, 22), axis, f32_atol, f32_rtol);
+  }
+  check_axis(tied({197 * 768}, 23), 0, f32_atol, f32_rtol);  // one long run: per-chunk maxima, then the first
+  check_all_elements(tied({197, 768}, 24), f32_atol, f32_rtol);
+}
+
+TEST_CASE("cuda reduce: argmax of a long row with far-apart ties and NaNs") {
+  const int64_t n = 197 * 768;
+  // The later copies of the maximum sit in later chunks (and first in a chunk of their own).
+  const Tensor ties = long_row(n, {n / 3, n / 3 + 1, n / 2, n - 1}, {});
+  check_cuda_forward_parity("argmax, ties", [](const auto& in) { return argmax(in[0], 0); }, {ties});
+  check_cuda_forward_parity("max, ties", [](const auto& in) { return max(in[0]); }, {ties});
+  // NaN beats the maximum; the first NaN wins over a later one.
+  const Tensor nans = long_row(n, {5, n - 1}, {n / 2, 7});
+  check_cuda_forward_parity("argmax, NaNs", [](const auto& in) { return argmax(in[0], 0); }, {nans});
+  CHECK(argmax(nans.to(Device::cuda()), 0).item() == 7);
+  // NaNs in a matrix: along both axes, including rows / columns with several NaNs.
+  std::vector<float> values = random_tensor({3, 197}, 78, -1, 1).to_vector<float>();
+  for (size_t i : {5u, 9u, 200u, 202u, 400u, 590u}) values[i] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor matrix = from_vector(values, {3, 197});
+  for (int64_t axis : {0, 1})
+    check_cuda_forward_parity("argmax with NaNs, axis " + std::to_string(axis),
+                              [axis](const auto& in) { return argmax(in[0], axis); }, {matrix});
+}
+
+TEST_CASE("cuda reduce: the double kernels match the CPU") {
+  check_all_elements(leaf({197, 768}, 31, DType::f64), f64_tol, f64_tol);
+  check_axis(leaf({3, 197}, 32, DType::f64), 1, f64_tol, f64_tol);
+  check_axis(leaf({197, 64}, 33, DType::f64), 0, f64_tol, f64_tol);
+}
+
+TEST_CASE("cuda reduce: the full grid of shapes" * doctest::test_suite("slow")) {
+  for (int64_t rows : {1, 3, 197})
+    for (int64_t cols : {1, 3, 64, 197, 768, 2304}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      const Tensor x = leaf({rows, cols}, 41);
+      check_all_elements(x, f32_atol, f32_rtol);
+      for (int64_t axis : {0, 1}) check_axis(x, axis, f32_atol, f32_rtol);
+      check_axis(tied({rows, cols}, 42), 1, f32_atol, f32_rtol);
+      check_axis(leaf({2, rows, cols}, 43), 1, f32_atol, f32_rtol);
+    }
+  check_axis(leaf({5000, 3}, 44), 0, f32_atol, f32_rtol);
+  check_all_elements(leaf({1000003}, 45), f32_atol, f32_rtol);
+}
