@@ -2,10 +2,6 @@
 
 namespace mcdl {
 
-void fail_no_cuda_kernel(const char* op) {
-  fail(op, ": no CUDA kernel in this build; move the tensors to the cpu or build with CUDA");
-}
-
 void check_defined(const char* op, const Tensor& t, const char* name) {
   check(t.defined(), op, ": ", name, " is an undefined tensor");
 }

@@ -28,9 +28,6 @@ void dispatch_any(DType dtype, F&& f) {
   }
 }
 
-// The CUDA branch of an op's device switch until that op has a CUDA kernel.
-[[noreturn]] void fail_no_cuda_kernel(const char* op);
-
 void check_defined(const char* op, const Tensor& t, const char* name = "input");
 // Same dtype and device for every tensor of an op.
 void check_same_dtype_device(const char* op, const Tensor& a, const Tensor& b);
