@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/host_device.h"
 
@@ -34,8 +35,21 @@ struct bf16 {
 template <class T>
 MCDL_HOST_DEVICE inline double to_double_value(T value) { return static_cast<double>(value); }
 MCDL_HOST_DEVICE inline double to_double_value(bf16 value) { return static_cast<double>(static_cast<float>(value)); }
+// To an integer type: truncate toward zero, then wrap modulo 2^bits as an integer
+// conversion does (-5.0 → 251 in u8, as PyTorch gives on x86). NaN gives 0 and values past
+// the int64 range saturate first. C++ leaves out-of-range float → integer casts undefined,
+// and GPUs saturate where x86 wraps: this keeps every device on the same answer.
 template <class T>
-MCDL_HOST_DEVICE inline T from_double_value(double value) { return static_cast<T>(value); }
+MCDL_HOST_DEVICE inline T from_double_value(double value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!(value == value)) return T(0);
+    if (value >= 9223372036854775807.0) return static_cast<T>(INT64_MAX);
+    if (value <= -9223372036854775808.0) return static_cast<T>(INT64_MIN);
+    return static_cast<T>(static_cast<int64_t>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
 template <>
 MCDL_HOST_DEVICE inline bf16 from_double_value<bf16>(double value) { return bf16(static_cast<float>(value)); }
 

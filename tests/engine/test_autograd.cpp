@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "engine/ops/linalg.h"
 #include "tests/gradcheck.h"
 
@@ -78,6 +80,11 @@ TEST_CASE("tensor: creation, conversion and views") {
   Tensor v = view_of(arange(6, DType::f32), {2}, 3);
   CHECK(v.to_vector<float>() == std::vector<float>{3, 4});
   CHECK(scalar_tensor(7).item() == 7.0);
+  // Out-of-range float → integer conversions are defined: truncate, then wrap; NaN → 0.
+  CHECK(from_vector<double>({-5.0, 300.7, NAN, -1.5}, {4}).to(DType::u8).to_vector<int64_t>() ==
+        std::vector<int64_t>{251, 44, 0, 255});
+  CHECK(from_vector<double>({3e9, -2.5, 1e30}, {3}).to(DType::i32).to_vector<int64_t>() ==
+        std::vector<int64_t>{-1294967296, -2, -1});
   CHECK_THROWS_WITH(view_of(arange(6), {4}, 3), doctest::Contains("exceeds the storage"));
   CHECK_THROWS_WITH(empty({2, -1}), doctest::Contains("negative dimension"));
   CHECK_THROWS_WITH(x.data<double>(), doctest::Contains("data<f64>: tensor is f32[3] cpu"));
