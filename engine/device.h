@@ -19,4 +19,9 @@ struct Device {
   std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 };
 
+// The device a program runs on, from a user's choice: "cpu", "cuda" (fails with a clear
+// message when no usable GPU is present) or "auto" (the GPU when one is usable, otherwise the
+// CPU, saying so in one line on stderr).
+Device select_device(const std::string& request);
+
 }  // namespace mcdl

@@ -45,6 +45,13 @@ TEST_CASE("cuda: gradients accumulate on the device") {
   CHECK(w.grad().to(Device::cpu()).to_vector<float>() == std::vector<float>(5, 1.5f));
 }
 
+TEST_CASE("cuda: device selection") {
+  CHECK(select_device("cpu") == Device::cpu());
+  CHECK(select_device("cuda") == Device::cuda());
+  CHECK(select_device("auto") == Device::cuda());
+  CHECK_THROWS_WITH(select_device("gpu"), doctest::Contains("expected cpu, cuda or auto, got 'gpu'"));
+}
+
 TEST_CASE("cuda: device memory is counted and released") {
   const int64_t before = storage_live_bytes(Device::cuda());
   {
