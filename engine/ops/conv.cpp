@@ -1,12 +1,17 @@
 #include "engine/ops/conv.h"
 
+#include <atomic>
+
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
+
+std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::cudnn};
 
 PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
@@ -36,7 +41,22 @@ void im2col(Device device, const T* x, T* cols, const PatchGrid& grid) {
   }
 }
 
+// out = conv(x, weight) (+ bias) through cuDNN, when the algorithm asks for it and cuDNN has an
+// engine for the shape; otherwise returns false with out untouched.
+template <class T>
+bool forward_cudnn(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out, const PatchGrid& grid,
+                   int64_t out_channels) {
+  if (!x.device().is_cuda() || conv_algorithm() != ConvAlgorithm::cudnn) return false;
+  const cuda::GemmMode mode = matmul_precision() == MatmulPrecision::tf32 ? cuda::GemmMode::tf32 : cuda::GemmMode::fp32;
+  if (!cuda::conv2d_patch_cudnn(x.ptr<T>(), weight.ptr<T>(), out.ptr<T>(), grid, out_channels, mode)) return false;
+  if (bias.defined()) cuda::add_channel_bias(bias.ptr<T>(), out.ptr<T>(), grid.batch, out_channels, grid.patches());
+  return true;
+}
+
 }  // namespace
+
+void set_conv_algorithm(ConvAlgorithm value) { algorithm = value; }
+ConvAlgorithm conv_algorithm() { return algorithm; }
 
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const PatchGrid grid = patch_grid(x, weight, bias);
@@ -45,6 +65,7 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = empty({batch, out_channels, grid.rows(), grid.cols()}, x.dtype(), device);
   dispatch_floating(x.dtype(), "conv2d_patch", [&](auto zero) {
     using T = decltype(zero);
+    if (forward_cudnn<T>(x, weight, bias, out, grid, out_channels)) return;
     Tensor cols = empty({batch, l, k}, x.dtype(), device);
     im2col(device, x.ptr<T>(), cols.ptr<T>(), grid);
     if (bias.defined()) {
