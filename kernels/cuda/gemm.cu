@@ -1,10 +1,18 @@
 #include "kernels/cuda/gemm.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/linalg.h"
+#include "kernels/cuda/runtime.h"
 
 #ifdef __CUDACC__
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #else
 #include "kernels/emu/cublas_api.h"
@@ -53,6 +61,172 @@ void strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
       CUBLAS_GEMM_DEFAULT));
 }
 
+// ---- cuBLASLt: the product with the bias in its epilogue ----------------------------------
+
+cublasLtHandle_t lt_handle() {
+  static const cublasLtHandle_t handle = [] {
+    cublasLtHandle_t created;
+    MCDL_CUBLAS_CHECK(cublasLtCreate(&created));
+    return created;
+  }();
+  return handle;
+}
+
+// cuBLASLt's scratch memory (split-K partial sums and the like): 32 MiB, NVIDIA's recommended
+// workspace for Hopper (cublasSetWorkspace docs), as PyTorch uses there. Allocated once; only
+// the engine stream uses it, and its order keeps two products from sharing it at once.
+// cudaMallocAsync returns it 256-byte aligned, as cublasLtMatmul requires.
+constexpr uint64_t lt_workspace_bytes = uint64_t(32) << 20;
+void* lt_workspace() {
+  static void* const workspace = device_alloc(lt_workspace_bytes);
+  return workspace;
+}
+
+// The largest power of two up to 256 that divides the address. cuBLASLt's heuristic assumes
+// 256-byte aligned matrices unless told otherwise (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*), and
+// views into a tensor may start anywhere.
+uint32_t alignment_of(const void* pointer) {
+  uint32_t alignment = 256;
+  while (alignment > 1 && reinterpret_cast<uintptr_t>(pointer) % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+// Everything the heuristic's choice depends on, in the engine's row-major terms: the problem
+// and the alignment of every buffer (it reads the bias pointer's off the descriptor).
+struct LtKey {
+  cublasComputeType_t compute;
+  cudaDataType type;
+  bool trans_a, trans_b;
+  int m, n, k, lda, ldb;
+  uint32_t align_a, align_b, align_c, align_bias;
+  auto operator<=>(const LtKey&) const = default;
+};
+
+template <auto destroy>
+struct LtDestroy {
+  template <class Handle>
+  void operator()(Handle handle) const {
+    destroy(handle);
+  }
+};
+using LtDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDestroy<cublasLtMatmulDescDestroy>>;
+using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy<cublasLtMatrixLayoutDestroy>>;
+using LtPreference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDestroy<cublasLtMatmulPreferenceDestroy>>;
+
+// A product cuBLASLt can run: its descriptors, in cuBLAS's column-major terms, and the
+// heuristic's algorithm. Only the bias pointer changes from call to call.
+struct LtPlan {
+  LtDesc desc;
+  LtLayout a, b, c;
+  cublasLtMatmulAlgo_t algo;
+};
+
+LtLayout lt_layout(cudaDataType type, int rows, int cols, int ld) {
+  cublasLtMatrixLayout_t layout;
+  MCDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows),
+                                               static_cast<uint64_t>(cols), ld));
+  return LtLayout(layout);
+}
+
+// As in strided_batched: row-major C (m×n) = op(A)·op(B) is column-major Cᵀ (n×m) =
+// op(B)ᵀ·op(A)ᵀ, so cuBLASLt's A is the engine's B and its B the engine's A. A layout describes
+// the stored matrix, before the transpose the descriptor applies: the engine's B, stored k×n
+// row-major (n×k column-major, ld = ldb), or n×k when transposed. The bias is per row of the
+// column-major D, i.e. per column j of the engine's C. Empty when cuBLASLt offers no algorithm.
+std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
+  LtPlan plan;
+  cublasLtMatmulDesc_t desc;
+  MCDL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, key.compute, key.type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F));
+  plan.desc.reset(desc);
+  // The attribute types are cuBLASLt's: int32_t transposes, uint32_t epilogue, and the bias
+  // attribute holds the pointer (buf is the pointer's address).
+  const int32_t trans_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
+  MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
+  MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  plan.a = key.trans_b ? lt_layout(key.type, key.k, key.n, key.ldb) : lt_layout(key.type, key.n, key.k, key.ldb);
+  plan.b = key.trans_a ? lt_layout(key.type, key.m, key.k, key.lda) : lt_layout(key.type, key.k, key.m, key.lda);
+  plan.c = lt_layout(key.type, key.n, key.m, key.n);
+
+  cublasLtMatmulPreference_t raw_preference;
+  MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_preference));
+  const LtPreference preference(raw_preference);
+  const uint64_t workspace_bytes = lt_workspace_bytes;
+  MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &workspace_bytes, sizeof workspace_bytes));
+  // cuBLASLt's A, B, C and D. D is given the lesser of its own and the bias's alignment, as
+  // PyTorch's gemm_and_bias gives it the bias's: the epilogue handles both together.
+  const uint32_t alignments[4] = {key.align_b, key.align_a, key.align_c, std::min(key.align_c, key.align_bias)};
+  const cublasLtMatmulPreferenceAttributes_t alignment_attributes[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_preference, alignment_attributes[i], &alignments[i],
+                                                           sizeof alignments[i]));
+
+  cublasLtMatmulHeuristicResult_t result = {};
+  int returned = 0;
+  // An error here (cuBLASLt answers INVALID_VALUE for some degenerate shapes, per PyTorch's
+  // addmm) means the same as no result: this product goes the unfused way.
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc, plan.a.get(), plan.b.get(),
+                                                               plan.c.get(), plan.c.get(), raw_preference, 1, &result,
+                                                               &returned);
+  if (status != CUBLAS_STATUS_SUCCESS || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  plan.algo = result.algo;
+  return plan;
+}
+
+// Runs C = op(A)·op(B) + bias through cuBLASLt if it has an algorithm for it (heuristics asked
+// once per key, answers kept, "none" included); false when it has none.
+bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, void* c, const void* one,
+                  const void* zero) {
+  static std::mutex mutex;
+  static std::map<LtKey, std::optional<LtPlan>> plans;
+  const std::lock_guard<std::mutex> lock(mutex);  // the cached descriptor's bias pointer is shared state
+  auto found = plans.find(key);
+  if (found == plans.end()) found = plans.emplace(key, make_lt_plan(key, bias)).first;
+  if (!found->second) return false;
+  const LtPlan& plan = *found->second;
+  MCDL_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  // beta = 0: C is not read; it is D's own buffer and layout (an in-place product).
+  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), zero, c,
+                                   plan.c.get(), c, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
+                                   engine_stream()));
+  return true;
+}
+
+template <class T>
+bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                   int64_t ldb, const T* bias, T* c, GemmMode mode, cudaDataType type, cublasComputeType_t compute) {
+  if (m == 0 || n == 0) return true;
+  // PyTorch keeps products where the weight has a dimension of 1 (n or k here) off cuBLASLt
+  // (its heuristic rejects some), and a bias below 16-byte alignment has been reported to fail
+  // in the epilogue (Marian NMT); the engine's own parameters are 256-byte aligned anyway.
+  if (n > 1 && k > 1 && alignment_of(bias) >= 16) {
+    const LtKey key{.compute = compute,
+                    .type = type,
+                    .trans_a = trans_a,
+                    .trans_b = trans_b,
+                    .m = as_int(m, "m"),
+                    .n = as_int(n, "n"),
+                    .k = as_int(k, "k"),
+                    .lda = as_int(lda, "lda"),
+                    .ldb = as_int(ldb, "ldb"),
+                    .align_a = alignment_of(a),
+                    .align_b = alignment_of(b),
+                    .align_c = alignment_of(c),
+                    .align_bias = alignment_of(bias)};
+    const T one = 1, zero = 0;
+    if (lt_gemm_bias(key, a, b, bias, c, &one, &zero)) return true;
+  }
+  broadcast_rows(bias, c, m, n);
+  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
+  return false;
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -75,6 +249,17 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t stride_c, int64_t batch) {
   strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_16BF, lda, stride_a, b, CUDA_R_16BF, ldb, stride_b,
                   &beta, c, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F);
+}
+
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode) {
+  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_32F,
+                       mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+}
+
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+               const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode) {
+  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_64F, CUBLAS_COMPUTE_64F);
 }
 
 }  // namespace mcdl::cuda

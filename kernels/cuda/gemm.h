@@ -25,4 +25,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
           int64_t stride_c, int64_t batch);
 
+// One product with a bias: C = op(A)·op(B) + bias, bias[j] added to column j of every row
+// (a linear layer's output features), C contiguous m×n, op(A) m×k, op(B) k×n. cuBLASLt adds
+// the bias in the GEMM's epilogue, so C is written once and never read. Where cuBLASLt is not
+// used (its heuristic offers no algorithm, n or k is 1, or the bias is not 16-byte aligned),
+// the bias is broadcast into C and the product accumulated onto it (gemm above, beta = 1).
+// Returns true when the bias was fused into the GEMM.
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode);
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+               const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode);
+
 }  // namespace mcdl::cuda

@@ -1,0 +1,162 @@
+// The linear layer's fused bias: cuda::gemm_bias (cuBLASLt's BIAS epilogue, through the
+// emulator's stand-in or the real library) against OpenBLAS — every transpose, padded and
+// misaligned inputs, fp32, TF32 and f64, and the cases that take the unfused path — then
+// linear through the tensor API, forward and backward, f32 and f64.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "engine/ops.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/gemm.h"
+#include "tests/cuda/parity.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+
+struct BiasProduct {
+  int64_t m, n, k;
+  bool trans_a = false, trans_b = false;
+  int64_t offset = 0;       // A and B start this many elements into their buffers (off 256-byte alignment)
+  int64_t bias_offset = 0;  // likewise for the bias
+};
+
+// C = op(A)·op(B) + bias through cuda::gemm_bias into a NaN-filled C (the fused product never
+// reads it), against OpenBLAS in double on the same values. A and B have leading dimensions
+// wider than the matrix. Returns whether the bias was fused into the GEMM.
+template <class T>
+bool check_gemm_bias(const BiasProduct& p, cuda::GemmMode mode, double tolerance) {
+  const DType dtype = std::is_same_v<T, float> ? DType::f32 : DType::f64;
+  const int64_t lda = (p.trans_a ? p.m : p.k) + 2, ldb = (p.trans_b ? p.k : p.n) + 1;
+  const int64_t rows_a = p.trans_a ? p.k : p.m, rows_b = p.trans_b ? p.n : p.k;
+  const Tensor a = random_tensor({rows_a * lda + p.offset}, 1, -1, 1, dtype);
+  const Tensor b = random_tensor({rows_b * ldb + p.offset}, 2, -1, 1, dtype);
+  const Tensor bias = random_tensor({p.n + p.bias_offset}, 3, -1, 1, dtype);
+
+  const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64), bias64 = bias.to(DType::f64);
+  Tensor expected = empty({p.m, p.n}, DType::f64);
+  cpu::broadcast_rows(bias64.data<double>() + p.bias_offset, expected.data<double>(), p.m, p.n);
+  cpu::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a64.data<double>() + p.offset, lda,
+            b64.data<double>() + p.offset, ldb, 1.0, expected.data<double>(), p.n);
+
+  const Tensor a_dev = a.to(Device::cuda()), b_dev = b.to(Device::cuda()), bias_dev = bias.to(Device::cuda());
+  Tensor got = full({p.m, p.n}, NAN, dtype, Device::cuda());
+  const bool fused = cuda::gemm_bias(p.trans_a, p.trans_b, p.m, p.n, p.k, a_dev.ptr<T>() + p.offset, lda,
+                                     b_dev.ptr<T>() + p.offset, ldb, bias_dev.ptr<T>() + p.bias_offset,
+                                     got.ptr<T>(), mode);
+  check_close("gemm_bias", expected.to(dtype), got, tolerance, tolerance);
+  return fused;
+}
+
+// Tolerances against the double reference, inputs in [-1, 1):
+// - fp32: fp32 accumulation over K ≤ 64 terms (sums ≲ 8): rounding ≲ 1e-5;
+// - TF32: every input rounded to 10 mantissa bits (≤ 2^-11 relative; ≤ 2^-10 where the tensor
+//   cores truncate), random-sign errors over K ≤ 64 terms: ~3e-3 typical, 1e-2 with margin;
+// - f64: 1e-12.
+constexpr double fp32_tolerance = 2e-5, tf32_tolerance = 1e-2, f64_tolerance = 1e-12;
+
+const BiasProduct odd_shapes[] = {{3, 197, 64}, {197, 768, 3}, {5, 7, 9}};
+
+}  // namespace
+
+TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32 and tf32") {
+  for (BiasProduct p : odd_shapes)
+    for (bool trans_a : {false, true})
+      for (bool trans_b : {false, true}) {
+        p.trans_a = trans_a;
+        p.trans_b = trans_b;
+        CAPTURE(p.m);
+        CAPTURE(p.n);
+        CAPTURE(p.k);
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        CHECK(check_gemm_bias<float>(p, cuda::GemmMode::fp32, fp32_tolerance));
+        CHECK(check_gemm_bias<float>(p, cuda::GemmMode::tf32, tf32_tolerance));
+      }
+}
+
+TEST_CASE("cuda gemm_bias: f64 through CUBLAS_COMPUTE_64F") {
+  for (BiasProduct p : odd_shapes)
+    for (bool trans_a : {false, true})
+      for (bool trans_b : {false, true}) {
+        p.trans_a = trans_a;
+        p.trans_b = trans_b;
+        CAPTURE(p.m);
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        CHECK(check_gemm_bias<double>(p, cuda::GemmMode::fp32, f64_tolerance));
+      }
+}
+
+TEST_CASE("cuda gemm_bias: inputs off 256-byte alignment still fuse (the heuristic is told, per alignment)") {
+  // The same shape aligned, then A and B one element in: a cached choice made for aligned
+  // buffers must not be reused for the unaligned ones.
+  CHECK(check_gemm_bias<float>({3, 197, 64, false, true}, cuda::GemmMode::fp32, fp32_tolerance));
+  CHECK(check_gemm_bias<float>({3, 197, 64, false, true, 1}, cuda::GemmMode::fp32, fp32_tolerance));
+  CHECK(check_gemm_bias<double>({3, 197, 64, false, true, 1}, cuda::GemmMode::fp32, f64_tolerance));
+  // A bias 32 bytes in is still 16-byte aligned.
+  CHECK(check_gemm_bias<float>({3, 197, 64, false, true, 0, 8}, cuda::GemmMode::fp32, fp32_tolerance));
+}
+
+TEST_CASE("cuda gemm_bias: the unfused path gives the same values") {
+  // One output feature, one input feature, a bias off 16-byte alignment: broadcast + GEMM.
+  CHECK_FALSE(check_gemm_bias<float>({197, 1, 64, false, true}, cuda::GemmMode::fp32, fp32_tolerance));
+  CHECK_FALSE(check_gemm_bias<float>({3, 197, 1, false, true}, cuda::GemmMode::tf32, tf32_tolerance));
+  CHECK_FALSE(check_gemm_bias<float>({3, 197, 64, false, true, 0, 1}, cuda::GemmMode::fp32, fp32_tolerance));
+  CHECK_FALSE(check_gemm_bias<double>({3, 197, 64, false, true, 0, 1}, cuda::GemmMode::fp32, f64_tolerance));
+}
+
+TEST_CASE("cuda gemm_bias: sizes beyond cuBLAS's 32-bit range are refused") {
+  Tensor c = zeros({1}, DType::f32, Device::cuda());
+  CHECK_THROWS_WITH(cuda::gemm_bias(false, true, int64_t(1) << 33, 2, 2, c.ptr<float>(), 2, c.ptr<float>(), 2,
+                                    c.ptr<float>(), c.ptr<float>(), cuda::GemmMode::fp32),
+                    doctest::Contains("outside cuBLAS's 32-bit range"));
+}
+
+namespace {
+// linear on f32 and f64 copies of x [rows, in], weight [out, in] and bias [out], on the CPU
+// and the device; `backward` adds the gradients (unchanged by the fused forward, but the
+// saved tensors and the output feed them).
+void check_linear_parity(const Shape& x_shape, const Shape& w_shape, uint64_t seed, bool backward) {
+  auto linear_fn = [](auto& x) { return linear(x[0], x[1], x[2]); };
+  auto run = backward ? check_cuda_parity : check_cuda_forward_parity;
+  const int64_t out = w_shape[0];
+  CAPTURE(out);
+  // f32: the forward sums K ≤ 768 products and dX 2304 (values ≲ 30) in fp32 on both sides, in
+  // different orders.
+  run("linear f32", linear_fn,
+      {random_tensor(x_shape, seed, -1, 1, DType::f32).set_requires_grad(true),
+       random_tensor(w_shape, seed + 1, -1, 1, DType::f32).set_requires_grad(true),
+       random_tensor({out}, seed + 2, -1, 1, DType::f32).set_requires_grad(true)},
+      1e-4, 1e-4);
+  run("linear f64", linear_fn,
+      {random_tensor(x_shape, seed + 3).set_requires_grad(true), random_tensor(w_shape, seed + 4).set_requires_grad(true),
+       random_tensor({out}, seed + 5).set_requires_grad(true)},
+      1e-12, 1e-12);
+}
+}  // namespace
+
+TEST_CASE("cuda parity: linear with the bias in cuBLASLt's epilogue, f32 and f64") {
+  check_linear_parity({197, 64}, {3, 64}, 40, true);
+  check_linear_parity({3, 8}, {768, 8}, 46, true);
+  // ViT's 768 -> 2304: forward only here (the emulated backward kernels over the 1.8M-element
+  // weight gradient take ~30 s); forward and backward in the slow suite.
+  check_linear_parity({5, 768}, {2304, 768}, 52, false);
+}
+
+TEST_CASE("cuda parity: linear 768 -> 2304 forward and backward" * doctest::test_suite("slow")) {
+  check_linear_parity({5, 768}, {2304, 768}, 52, true);
+}
+
+TEST_CASE("cuda parity: TF32 linear with the fused bias stays within TF32's rounding") {
+  set_matmul_precision(MatmulPrecision::tf32);
+  check_cuda_parity("linear tf32", [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {random_tensor({197, 64}, 60, -1, 1, DType::f32).set_requires_grad(true),
+                     random_tensor({3, 64}, 61, -1, 1, DType::f32).set_requires_grad(true),
+                     random_tensor({3}, 62, -1, 1, DType::f32).set_requires_grad(true)},
+                    2e-2, 2e-2);
+  set_matmul_precision(MatmulPrecision::fp32);
+}
