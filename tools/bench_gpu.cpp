@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
                     flops / (ms * 1e9));
       }
     }
-    set_conv_algorithm(ConvAlgorithm::cudnn);
+    set_conv_algorithm(ConvAlgorithm::im2col_gemm);
     set_matmul_precision(MatmulPrecision::fp32);
   }
 

@@ -11,7 +11,7 @@
 namespace mcdl {
 namespace {
 
-std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::cudnn};
+std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::im2col_gemm};
 
 PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
