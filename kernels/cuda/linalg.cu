@@ -2,6 +2,7 @@
 
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/runtime.h"
 
 namespace mcdl::cuda {
 namespace {
@@ -37,6 +38,41 @@ void group_sums(const T* in, T* out, int64_t groups, int64_t outer, int64_t oute
   if (groups == 0) return;
   launch(group_sums_kernel<T>, dim3(static_cast<unsigned>(groups)), dim3(block_size(256)), 0, engine_stream(), in,
          out, outer, outer_stride, group_stride, inner, inner_stride, overwrite);
+}
+
+// Column sums in two passes, reading rows coalesced: pass 1 gives each (chunk of
+// column_chunk_rows rows, column) a partial sum — threadIdx.x % 32 picks the column within a
+// tile of 32, threadIdx.x / 32 strides over the chunk's rows, and the row lanes are added in
+// lane order; pass 2 adds a column's partials in chunk order. (One block per column read the
+// rows with a stride of a whole row: 3-4x slower for the linear layers' bias gradients.)
+constexpr int64_t column_chunk_rows = 256;
+
+template <class T>
+__global__ void column_partials_kernel(const T* in, T* partial, int64_t rows, int64_t cols) {
+  __shared__ T lanes[32][33];  // [row lane][column], padded against bank conflicts
+  const unsigned tx = threadIdx.x % 32, ty = threadIdx.x / 32, row_lanes = blockDim.x / 32;
+  const int64_t column = static_cast<int64_t>(blockIdx.x) * 32 + tx, chunk = blockIdx.y;
+  const int64_t first = chunk * column_chunk_rows;
+  const int64_t last = first + column_chunk_rows < rows ? first + column_chunk_rows : rows;
+  T sum = T(0);
+  if (column < cols)
+    for (int64_t r = first + ty; r < last; r += row_lanes) sum += in[r * cols + column];
+  lanes[ty][tx] = sum;
+  __syncthreads();
+  if (ty == 0 && column < cols) {
+    T total = T(0);
+    for (unsigned lane = 0; lane < row_lanes; ++lane) total += lanes[lane][tx];
+    partial[chunk * cols + column] = total;
+  }
+}
+
+template <class T>
+__global__ void column_combine_kernel(const T* partial, T* out, int64_t chunks, int64_t cols, bool overwrite) {
+  for (int64_t column = grid_index(); column < cols; column += grid_stride()) {
+    T total = T(0);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * cols + column];
+    out[column] = overwrite ? total : out[column] + total;
+  }
 }
 
 // One thread per element of cols: reads the matching pixel of x.
@@ -83,7 +119,19 @@ void fill_channels(const T* bias, T* out, int64_t batch, int64_t channels, int64
 
 template <class T>
 void column_sums(const T* in, T* out, int64_t rows, int64_t cols, bool overwrite) {
-  group_sums(in, out, cols, int64_t(1), int64_t(0), int64_t(1), rows, cols, overwrite);
+  if (cols == 0) return;
+  const int64_t chunks = rows == 0 ? 1 : (rows + column_chunk_rows - 1) / column_chunk_rows;
+  const unsigned threads = std::min(block_size(256), 1024u);
+  T* partial = static_cast<T*>(device_alloc(static_cast<size_t>(chunks * cols) * sizeof(T)));
+  if (rows == 0) {
+    fill_bytes(partial, 0, static_cast<size_t>(cols) * sizeof(T));
+  } else {
+    launch(column_partials_kernel<T>, dim3(blocks_for(cols, 32), static_cast<unsigned>(chunks)), dim3(threads), 0,
+           engine_stream(), in, partial, rows, cols);
+  }
+  launch(column_combine_kernel<T>, elementwise_grid(cols), dim3(elementwise_block()), 0, engine_stream(), partial, out,
+         chunks, cols, overwrite);
+  device_free(partial);  // stream-ordered: freed after the combine has run
 }
 
 template <class T>

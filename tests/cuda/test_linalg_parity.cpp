@@ -80,6 +80,9 @@ TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
                     {leaf32({197, 64}, 12), leaf32({3, 64}, 13), leaf32({3}, 14)}, 1e-5, 1e-4);
   check_cuda_parity("linear wide bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf32({3, 8}, 15), leaf32({768, 8}, 16), leaf32({768}, 17)});
+  check_cuda_parity("linear, bias gradient over several row chunks",
+                    [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {leaf32({600, 4}, 26), leaf32({37, 4}, 27), leaf32({37}, 28)}, 1e-5, 1e-4);
   check_cuda_parity("linear f64", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {random_tensor({5, 7}, 18).set_requires_grad(true), random_tensor({3, 7}, 19).set_requires_grad(true),
                      random_tensor({3}, 20).set_requires_grad(true)},
