@@ -184,45 +184,138 @@ __device__ __forceinline__ void write_sum(T* dst, double s, bool overwrite) {
   *dst = overwrite ? static_cast<T>(s) : static_cast<T>(*dst + s);
 }
 
-// ---- unary and same-shape / row-broadcast kernels (grid-stride loops) ------------------------
+// ---- unary and same-shape / row-broadcast kernels (map bodies, elementwise_launch.h) ----------
+// Vectorised: 16-byte packs and several packs in flight per thread; the per-element formulas are
+// unchanged, so results are the same bits as element by element.
 
 template <class T, class Op>
-__global__ void unary_forward_kernel(const T* x, T* y, int64_t n, Op op) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) y[i] = op.forward(x[i]);
-}
-
-template <class T, class Op>
-__global__ void unary_backward_kernel(const T* g, const T* x, const T* y, T* dx, int64_t n, bool overwrite, Op op) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const T value = op.backward(g[i], load<Op::uses_input>(x, i), load<Op::uses_output>(y, i));
-    dx[i] = overwrite ? value : dx[i] + value;
+struct UnaryForward {
+  using value_type = T;
+  static constexpr int loads = 1;
+  const T* x;
+  T* y;
+  Op op;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(x + i);
   }
-}
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> out;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) out.v[k] = op.forward(in[0].v[k]);
+    store_pack<P>(y + i, out);
+  }
+};
 
-// b is read at i (same shape) or, when `repeated`, at i % cols (b [cols] repeated over rows).
+// Streams: g, x (if the op reads it), y (likewise), dx (when accumulating).
+template <class T, class Op>
+struct UnaryBackward {
+  using value_type = T;
+  static constexpr int loads = 4;
+  const T *g, *x, *y;
+  T* dx;
+  bool overwrite;
+  Op op;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(g + i);
+    if constexpr (Op::uses_input) in[1] = load_pack<P>(x + i);
+    if constexpr (Op::uses_output) in[2] = load_pack<P>(y + i);
+    if (!overwrite) in[3] = load_pack<P>(dx + i);
+  }
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> out;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) {
+      const T value = op.backward(in[0].v[k], in[1].v[k], in[2].v[k]);
+      out.v[k] = overwrite ? value : in[3].v[k] + value;
+    }
+    store_pack<P>(dx + i, out);
+  }
+};
+
+// The column of flat index i in rows of `cols`: a 32-bit division when every index fits (a
+// fraction of the instructions of the 64-bit one, which the GPU does in software).
+struct ColumnOf {
+  int64_t cols;
+  bool narrow;  // all indices < 2^32
+  __device__ __forceinline__ int64_t operator()(int64_t i) const {
+    return narrow ? static_cast<int64_t>(static_cast<uint32_t>(i) % static_cast<uint32_t>(cols)) : i % cols;
+  }
+};
+
+ColumnOf column_of(int64_t n, int64_t cols) { return {cols, n <= int64_t{0xffffffff}}; }
+
+// b is read at i (same shape) or, when `repeated`, at column(i) (b [cols] repeated over rows;
+// packs never straddle rows because the launcher vectorises only when cols % W == 0).
 template <bool repeated>
-__device__ __forceinline__ int64_t b_index(int64_t i, int64_t cols) {
+__device__ __forceinline__ int64_t b_index(int64_t i, const ColumnOf& column) {
   if constexpr (repeated) {
-    return i % cols;
+    return column(i);
   } else {
     return i;
   }
 }
 
 template <bool repeated, class Op, class T>
-__global__ void binary_kernel(const T* a, const T* b, T* out, int64_t n, int64_t cols) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) out[i] = Op::forward(a[i], b[b_index<repeated>(i, cols)]);
-}
-
-// Gradient of an operand of the output's size (same shape, or a of binary_rows).
-template <bool repeated, Operand side, class Op, class T>
-__global__ void binary_grad_full_kernel(const T* g, const T* a, const T* b, T* dst, int64_t n, int64_t cols,
-                                        bool overwrite) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const T value = partial<side, Op>(g[i], load<Op::uses_inputs>(a, i),
-                                      load<Op::uses_inputs>(b, b_index<repeated>(i, cols)));
-    dst[i] = overwrite ? value : dst[i] + value;
+struct BinaryForward {
+  using value_type = T;
+  static constexpr int loads = 2;
+  const T *a, *b;
+  T* out;
+  ColumnOf column;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(a + i);
+    in[1] = load_pack<P>(b + b_index<repeated>(i, column));
   }
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> result;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) result.v[k] = Op::forward(in[0].v[k], in[1].v[k]);
+    store_pack<P>(out + i, result);
+  }
+};
+
+// Gradient of an operand of the output's size (same shape, or a of binary_rows). Streams: g,
+// a and b (if the op reads them), dst (when accumulating).
+template <bool repeated, Operand side, class Op, class T>
+struct BinaryGradFull {
+  using value_type = T;
+  static constexpr int loads = 4;
+  const T *g, *a, *b;
+  T* dst;
+  ColumnOf column;
+  bool overwrite;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(g + i);
+    if constexpr (Op::uses_inputs) {
+      in[1] = load_pack<P>(a + i);
+      in[2] = load_pack<P>(b + b_index<repeated>(i, column));
+    }
+    if (!overwrite) in[3] = load_pack<P>(dst + i);
+  }
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> result;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) {
+      const T value = partial<side, Op>(in[0].v[k], in[1].v[k], in[2].v[k]);
+      result.v[k] = overwrite ? value : in[3].v[k] + value;
+    }
+    store_pack<P>(dst + i, result);
+  }
+};
+
+// Whether rows of `cols` hold whole packs, so that no pack of the rows layout straddles two rows
+// (the layout then goes in packs when the pointers are aligned too).
+template <class T>
+bool whole_packs_per_row(int64_t cols) {
+  return cols % pack_width<T> == 0;
 }
 
 // ---- general broadcasting ---------------------------------------------------------------------
@@ -370,38 +463,34 @@ void sum_targets(const View& view, T* dst, int64_t targets, int64_t length, bool
 
 template <class T>
 void unary_forward(UnaryFn fn, const T* x, T* y, int64_t n) {
-  if (n == 0) return;
   with_unary_op(fn, [&](auto op) {
-    launch(unary_forward_kernel<T, decltype(op)>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(),
-           x, y, n, op);
+    launch_map(UnaryForward<T, decltype(op)>{x, y, op}, n, packs_aligned(x, y));
   });
 }
 
 template <class T>
 void unary_backward(UnaryFn fn, const T* g, const T* x, const T* y, T* dx, int64_t n, bool overwrite) {
-  if (n == 0) return;
   with_unary_op(fn, [&](auto op) {
-    launch(unary_backward_kernel<T, decltype(op)>, elementwise_grid(n), dim3(elementwise_block()), 0,
-           engine_stream(), g, x, y, dx, n, overwrite, op);
+    using Op = decltype(op);
+    const T* xs = Op::uses_input ? x : nullptr;
+    const T* ys = Op::uses_output ? y : nullptr;
+    launch_map(UnaryBackward<T, Op>{g, xs, ys, dx, overwrite, op}, n, packs_aligned(g, xs, ys, dx));
   });
 }
 
 template <class T>
 void binary_same(BinaryOp op, const T* a, const T* b, T* out, int64_t n) {
-  if (n == 0) return;
   with_binary_op(op, [&](auto binary) {
-    launch(binary_kernel<false, decltype(binary), T>, elementwise_grid(n), dim3(elementwise_block()), 0,
-           engine_stream(), a, b, out, n, n);
+    launch_map(BinaryForward<false, decltype(binary), T>{a, b, out, column_of(n, n)}, n, packs_aligned(a, b, out));
   });
 }
 
 template <class T>
 void binary_rows(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
-  if (n == 0) return;
   with_binary_op(op, [&](auto binary) {
-    launch(binary_kernel<true, decltype(binary), T>, elementwise_grid(n), dim3(elementwise_block()), 0,
-           engine_stream(), a, b, out, n, cols);
+    launch_map(BinaryForward<true, decltype(binary), T>{a, b, out, column_of(n, cols)}, n,
+               whole_packs_per_row<T>(cols) && packs_aligned(a, b, out));
   });
 }
 
@@ -424,10 +513,12 @@ void binary_strided(BinaryOp op, const T* a, const int64_t* a_strides, const T* 
 template <class T>
 void binary_grad_same(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t n,
                       bool overwrite) {
-  if (n == 0) return;
   with_binary_grad(op, side, [&](auto binary, auto which) {
-    launch(binary_grad_full_kernel<false, decltype(which)::value, decltype(binary), T>, elementwise_grid(n),
-           dim3(elementwise_block()), 0, engine_stream(), g, a, b, dst, n, n, overwrite);
+    using Op = decltype(binary);
+    const T* as = Op::uses_inputs ? a : nullptr;
+    const T* bs = Op::uses_inputs ? b : nullptr;
+    launch_map(BinaryGradFull<false, decltype(which)::value, Op, T>{g, as, bs, dst, column_of(n, n), overwrite}, n,
+               packs_aligned(g, as, bs, dst));
   });
 }
 
@@ -435,10 +526,12 @@ template <class T>
 void binary_grad_rows_full(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t rows,
                            int64_t cols, bool overwrite) {
   const int64_t n = rows * cols;
-  if (n == 0) return;
   with_binary_grad(op, side, [&](auto binary, auto which) {
-    launch(binary_grad_full_kernel<true, decltype(which)::value, decltype(binary), T>, elementwise_grid(n),
-           dim3(elementwise_block()), 0, engine_stream(), g, a, b, dst, n, cols, overwrite);
+    using Op = decltype(binary);
+    const T* as = Op::uses_inputs ? a : nullptr;
+    const T* bs = Op::uses_inputs ? b : nullptr;
+    launch_map(BinaryGradFull<true, decltype(which)::value, Op, T>{g, as, bs, dst, column_of(n, cols), overwrite}, n,
+               whole_packs_per_row<T>(cols) && packs_aligned(g, as, bs, dst));
   });
 }
 

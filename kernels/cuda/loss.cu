@@ -1,5 +1,6 @@
-#include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/loss.h"
+
+#include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/row_kernels.h"
 
 namespace mcdl::cuda {
@@ -22,6 +23,28 @@ void launch_mean(const T* terms, int64_t n, T* loss, int64_t divisor) {
 }
 
 // ---- cross_entropy with class indices -----------------------------------------------------------
+// Classes up to warp_row_limit: a warp per row, the row in registers (one read of the logits;
+// all loads of a row in flight at once; shuffles instead of block barriers).
+template <class T, class Index, int W, int E>
+__global__ void cross_entropy_forward_warp_kernel(const T* logits, const Index* targets, T* lse, T* row_terms,
+                                                  int64_t rows, int64_t classes) {
+  const int64_t packs = classes / W;
+  using Row = RowRegs<T, W, E>;
+  const auto load = [&](int64_t r) {
+    Row row;
+    row.load(logits + r * classes, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+    const T row_lse = warp_row_log_sum_exp(row, packs);
+    if (threadIdx.x % 32 == 0) {
+      lse[r] = row_lse;
+      row_terms[r] = row_lse - logits[r * classes + static_cast<int64_t>(targets[r])];
+    }
+  });
+}
+
+// More classes: a block per row.
 template <class T, class Index>
 __global__ void cross_entropy_forward_kernel(const T* logits, const Index* targets, T* lse, T* row_terms, int64_t rows,
                                              int64_t classes) {
@@ -33,6 +56,38 @@ __global__ void cross_entropy_forward_kernel(const T* logits, const Index* targe
       row_terms[r] = row_lse - logits[r * classes + static_cast<int64_t>(targets[r])];
     }
   }
+}
+
+// dlogits = scale·(softmax − onehot), a warp per row in 16-byte packs where the rows allow (the
+// element-wise version divided every flat index by `classes` to find its row).
+template <class T, class Index, int W, int E>
+__global__ void cross_entropy_backward_warp_kernel(const T* logits, const Index* targets, const T* lse,
+                                                   const T* grad_loss, T* grad_logits, int64_t rows, int64_t classes,
+                                                   bool overwrite) {
+  using Row = RowRegs<T, W, E>;
+  const T scale = grad_loss[0] / static_cast<T>(rows);
+  const int64_t packs = classes / W;
+  const auto load = [&](int64_t r) {
+    Row row;
+    row.load(logits + r * classes, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+    const T row_lse = lse[r];
+    const int64_t target = static_cast<int64_t>(targets[r]);
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      T* dst = grad_logits + r * classes + Row::offset(k);
+      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        const T p = exp_of(row.pack[k].v[j] - row_lse);
+        write_grad(out.v[j], scale * (p - (Row::offset(k) + j == target ? T(1) : T(0))), overwrite);
+      }
+      store_pack<W>(dst, out);
+    }
+  });
 }
 
 template <class T, class Index>
@@ -119,14 +174,32 @@ __global__ void mse_backward_kernel(const T* a, const T* b, const T* grad_loss, 
 template <class T, class Index>
 void cross_entropy_forward(const T* logits, const Index* targets, T* lse, T* row_terms, T* loss, int64_t rows,
                            int64_t classes) {
-  launch(cross_entropy_forward_kernel<T, Index>, row_grid(rows), dim3(row_block(classes)), 0, engine_stream(), logits,
-         targets, lse, row_terms, rows, classes);
+  if (classes <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, classes, packs_aligned(logits),
+        [](auto w, auto e) {
+          return KernelConstant<cross_entropy_forward_warp_kernel<T, Index, decltype(w)::value, decltype(e)::value>>{};
+        },
+        logits, targets, lse, row_terms, rows, classes);
+  } else {
+    launch(cross_entropy_forward_kernel<T, Index>, row_grid(rows), dim3(row_block(classes)), 0, engine_stream(), logits,
+           targets, lse, row_terms, rows, classes);
+  }
   launch_mean(static_cast<const T*>(row_terms), rows, loss, rows);
 }
 
 template <class T, class Index>
 void cross_entropy_backward(const T* logits, const Index* targets, const T* lse, const T* grad_loss, T* grad_logits,
                             int64_t rows, int64_t classes, bool overwrite) {
+  if (classes <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, classes, packs_aligned(logits, grad_logits),
+        [](auto w, auto e) {
+          return KernelConstant<cross_entropy_backward_warp_kernel<T, Index, decltype(w)::value, decltype(e)::value>>{};
+        },
+        logits, targets, lse, grad_loss, grad_logits, rows, classes, overwrite);
+    return;
+  }
   launch(cross_entropy_backward_kernel<T, Index>, elementwise_grid(rows * classes), dim3(elementwise_block()), 0,
          engine_stream(), logits, targets, lse, grad_loss, grad_logits, rows, classes, overwrite);
 }

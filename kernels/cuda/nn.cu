@@ -1,33 +1,162 @@
-#include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/nn.h"
+
+#include <type_traits>
+
+#include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/row_kernels.h"
 
 namespace mcdl::cuda {
 namespace {
 
 // ---- gelu: exact erf form (PyTorch nn.GELU, approximate='none') --------------------------------
+// Map bodies (elementwise_launch.h): 16-byte packs, several in flight per thread.
 template <class T>
-__global__ void gelu_forward_kernel(const T* x, T* y, int64_t n) {
+__device__ __forceinline__ T gelu_of(T v) {
   const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const T v = x[i];
-    y[i] = T(0.5) * v * (T(1) + erf_of(v * inv_sqrt2));
-  }
+  return T(0.5) * v * (T(1) + erf_of(v * inv_sqrt2));
 }
 
 // d gelu/dx = Φ(x) + x·φ(x).
 template <class T>
-__global__ void gelu_backward_kernel(const T* x, const T* grad_out, T* grad_in, int64_t n, bool overwrite) {
+__device__ __forceinline__ T gelu_slope(T v) {
   const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
   const T inv_sqrt_2pi = static_cast<T>(0.39894228040143267794);
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const T v = x[i];
-    const T slope = T(0.5) * (T(1) + erf_of(v * inv_sqrt2)) + v * inv_sqrt_2pi * exp_of(T(-0.5) * v * v);
-    write_grad(grad_in[i], grad_out[i] * slope, overwrite);
-  }
+  return T(0.5) * (T(1) + erf_of(v * inv_sqrt2)) + v * inv_sqrt_2pi * exp_of(T(-0.5) * v * v);
 }
 
+template <class T>
+struct GeluForward {
+  using value_type = T;
+  static constexpr int loads = 1;
+  const T* x;
+  T* y;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(x + i);
+  }
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> out;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) out.v[k] = gelu_of(in[0].v[k]);
+    store_pack<P>(y + i, out);
+  }
+};
+
+// Streams: x, the output gradient, and grad_in when accumulating.
+template <class T>
+struct GeluBackward {
+  using value_type = T;
+  static constexpr int loads = 3;
+  const T *x, *grad_out;
+  T* grad_in;
+  bool overwrite;
+  template <int P>
+  __device__ void load(int64_t i, Pack<T, P>* in) const {
+    in[0] = load_pack<P>(x + i);
+    in[1] = load_pack<P>(grad_out + i);
+    if (!overwrite) in[2] = load_pack<P>(grad_in + i);
+  }
+  template <int P>
+  __device__ void store(int64_t i, const Pack<T, P>* in) const {
+    Pack<T, P> out;
+    MCDL_UNROLL
+    for (int k = 0; k < P; ++k) {
+      const T value = in[1].v[k] * gelu_slope(in[0].v[k]);
+      out.v[k] = overwrite ? value : in[2].v[k] + value;
+    }
+    store_pack<P>(grad_in + i, out);
+  }
+};
+
 // ---- layer_norm ----------------------------------------------------------------------------------
+// Rows up to warp_row_limit: a warp per row, the row in registers (read from memory once for
+// the mean, the variance and the output; the block version read it three times and met at six
+// barriers per row).
+template <class T, int W, int E>
+__global__ void layer_norm_forward_warp_kernel(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,
+                                               int64_t rows, int64_t d, double eps) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    Row row;
+    row.load(x + r * d, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+    const T mu = warp_all_sum(row.sum(packs, [](T v) { return v; })) / static_cast<T>(d);
+    // Two passes (over registers): no cancellation for rows with a large mean.
+    const T squares = warp_all_sum(row.sum(packs, [mu](T v) { return (v - mu) * (v - mu); }));
+    const T rs = T(1) / sqrt_of(squares / static_cast<T>(d) + static_cast<T>(eps));
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      const int64_t c = Row::offset(k);
+      Pack<T, W> out = row.pack[k];
+      const Pack<T, W> g = gamma ? load_pack<W>(gamma + c) : Pack<T, W>{};
+      const Pack<T, W> b = beta ? load_pack<W>(beta + c) : Pack<T, W>{};
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        T v = (out.v[j] - mu) * rs;
+        if (gamma) v *= g.v[j];
+        if (beta) v += b.v[j];
+        out.v[j] = v;
+      }
+      store_pack<W>(y + r * d + c, out);
+    }
+    if (threadIdx.x % 32 == 0) {
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  });
+}
+
+// dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = g·gamma and x̂ = (x − mean)·rstd; x and g
+// stay in registers between the two row sums and the output.
+template <class T, int W, int E>
+__global__ void layer_norm_backward_input_warp_kernel(const T* x, const T* gamma, const T* mean, const T* rstd,
+                                                      const T* grad_out, T* grad_x, int64_t rows, int64_t d,
+                                                      bool overwrite) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    TwoRows<Row> loaded;
+    loaded.first.load(x + r * d, packs);
+    loaded.second.load(grad_out + r * d, packs);
+    return loaded;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
+    Row& xr = loaded.first;
+    Row& gh = loaded.second;  // gh: the output gradient, then ĝ in place
+    const T mu = mean[r], rs = rstd[r];
+    T sum_g = 0, sum_gx = 0;
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      const Pack<T, W> g = gamma ? load_pack<W>(gamma + Row::offset(k)) : Pack<T, W>{};
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        if (gamma) gh.pack[k].v[j] *= g.v[j];
+        sum_g += gh.pack[k].v[j];
+        sum_gx += gh.pack[k].v[j] * (xr.pack[k].v[j] - mu) * rs;
+      }
+    }
+    const T mean_g = warp_all_sum(sum_g) / static_cast<T>(d);
+    const T mean_gx = warp_all_sum(sum_gx) / static_cast<T>(d);
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      T* dst = grad_x + r * d + Row::offset(k);
+      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j)
+        write_grad(out.v[j], rs * (gh.pack[k].v[j] - mean_g - (xr.pack[k].v[j] - mu) * rs * mean_gx), overwrite);
+      store_pack<W>(dst, out);
+    }
+  });
+}
+
+// Longer rows: a block per row.
 template <class T>
 __global__ void layer_norm_forward_kernel(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,
                                           int64_t rows, int64_t d, double eps) {
@@ -80,51 +209,156 @@ __global__ void layer_norm_backward_input_kernel(const T* x, const T* gamma, con
   }
 }
 
-// Rows per partial sum of the affine backward. A constant (not the block size), so the
-// summation order and thus the result is the same at every block size.
+// Rows per partial sum of the affine backward, and partials per group of the combine. Constants
+// (not the block size), so the summation order and thus the result is the same at every block
+// size.
 constexpr int64_t affine_rows_per_partial = 32;
+constexpr int64_t affine_partials_per_group = 32;
 
 int64_t affine_partials(int64_t rows) { return (rows + affine_rows_per_partial - 1) / affine_rows_per_partial; }
+int64_t affine_groups(int64_t partials) {
+  return (partials + affine_partials_per_group - 1) / affine_partials_per_group;
+}
 
-// One thread per (block of rows b, column c): the column sums over the rows of block b, in row
-// order, into partial_gamma/partial_beta[b·d + c]. Neighbouring threads read neighbouring columns.
-template <class T>
+// One thread per (block of rows b, W columns from c): the column sums over the rows of block b,
+// in row order, into partial_gamma/partial_beta[b·d + c ...]. Neighbouring threads read
+// neighbouring columns in 16-byte packs (W > 1: x, grad_out aligned and d % W == 0), and the
+// row loop is unrolled so that several rows' loads are in flight at once. Per column the
+// arithmetic is that of W = 1.
+template <class T, int W>
 __global__ void layer_norm_affine_partials_kernel(const T* x, const T* mean, const T* rstd, const T* grad_out,
                                                   T* partial_gamma, T* partial_beta, int64_t partials, int64_t rows,
                                                   int64_t d) {
-  const int64_t items = partials * d;
+  const int64_t column_packs = d / W, items = partials * column_packs;
   for (int64_t item = grid_index(); item < items; item += grid_stride()) {
-    const int64_t first = item / d * affine_rows_per_partial, c = item % d;
+    const int64_t b = item / column_packs, c = item % column_packs * W;
+    const int64_t first = b * affine_rows_per_partial;
     const int64_t end = first + affine_rows_per_partial < rows ? first + affine_rows_per_partial : rows;
-    T acc_gamma = 0, acc_beta = 0;
+    T acc_gamma[W] = {}, acc_beta[W] = {};
+    MCDL_UNROLL_BY(8)
     for (int64_t r = first; r < end; ++r) {
-      const T g = grad_out[r * d + c];
-      acc_gamma += g * (x[r * d + c] - mean[r]) * rstd[r];
-      acc_beta += g;
+      const Pack<T, W> g = load_pack<W>(grad_out + r * d + c), xv = load_pack<W>(x + r * d + c);
+      const T mu = mean[r], rs = rstd[r];
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        acc_gamma[j] += g.v[j] * (xv.v[j] - mu) * rs;
+        acc_beta[j] += g.v[j];
+      }
     }
-    partial_gamma[item] = acc_gamma;
-    partial_beta[item] = acc_beta;
+    MCDL_UNROLL
+    for (int j = 0; j < W; ++j) {
+      partial_gamma[b * d + c + j] = acc_gamma[j];
+      partial_beta[b * d + c + j] = acc_beta[j];
+    }
   }
 }
 
-// One thread per column: the partials added in block order. dgamma[c] before dbeta[c], so the
-// two may share one buffer (layer_norm(x, w, w)).
+// One thread per (group s, column c): the sum of partials s·group .. s·group + group − 1 of
+// column c in order, into out_gamma/out_beta[s·d + c]. With `group` = all partials and
+// write_grads, out_gamma/out_beta are dgamma and dbeta (either may be null): the thread writes
+// dgamma[c] and then dbeta[c] (so the two may share one buffer: layer_norm(x, w, w)). The sums thus go in two levels of at most 32 terms each
+// instead of one sequential chain over every partial (a chain of dependent loads per column,
+// which left the GPU idle on wide inputs).
 template <class T>
-__global__ void layer_norm_affine_combine_kernel(const T* partial_gamma, const T* partial_beta, T* grad_gamma,
-                                                 bool overwrite_gamma, T* grad_beta, bool overwrite_beta,
-                                                 int64_t partials, int64_t d) {
-  for (int64_t c = grid_index(); c < d; c += grid_stride()) {
+__global__ void layer_norm_affine_combine_kernel(const T* partial_gamma, const T* partial_beta, T* out_gamma,
+                                                 T* out_beta, int64_t partials, int64_t group, int64_t d,
+                                                 bool write_grads, bool overwrite_gamma, bool overwrite_beta) {
+  const int64_t groups = (partials + group - 1) / group;
+  for (int64_t item = grid_index(); item < groups * d; item += grid_stride()) {
+    const int64_t s = item / d, c = item % d;
+    const int64_t end = (s + 1) * group < partials ? (s + 1) * group : partials;
     T sum_gamma = 0, sum_beta = 0;
-    for (int64_t b = 0; b < partials; ++b) {
+    MCDL_UNROLL_BY(8)
+    for (int64_t b = s * group; b < end; ++b) {
       sum_gamma += partial_gamma[b * d + c];
       sum_beta += partial_beta[b * d + c];
     }
-    if (grad_gamma) write_grad(grad_gamma[c], sum_gamma, overwrite_gamma);
-    if (grad_beta) write_grad(grad_beta[c], sum_beta, overwrite_beta);
+    if (write_grads) {
+      if (out_gamma) write_grad(out_gamma[c], sum_gamma, overwrite_gamma);
+      if (out_beta) write_grad(out_beta[c], sum_beta, overwrite_beta);
+    } else {
+      out_gamma[item] = sum_gamma;
+      out_beta[item] = sum_beta;
+    }
   }
 }
 
 // ---- softmax / log_softmax -------------------------------------------------------------------
+// Rows up to warp_row_limit: a warp per row in registers, so x is read once (the block version
+// read it three times: max, sum, output) and each exp is computed once: softmax keeps
+// e = exp(x − max) and scales it by 1/Σe (the block version took exp again of x − lse).
+template <class T, bool Log, int W, int E>
+__global__ void softmax_forward_warp_kernel(const T* x, T* y, int64_t rows, int64_t d) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    Row row;
+    row.load(x + r * d, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+    const T top = warp_all_max(row.max(packs));
+    T sum = 0;
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        const T e = exp_of(row.pack[k].v[j] - top);
+        sum += e;
+        if constexpr (!Log) row.pack[k].v[j] = e;
+      }
+    }
+    sum = warp_all_sum(sum);
+    const T shift = Log ? top + log_of(sum) : T(0), scale = Log ? T(1) : T(1) / sum;
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) row.pack[k].v[j] = Log ? row.pack[k].v[j] - shift : row.pack[k].v[j] * scale;
+    }
+    row.store(y + r * d, packs);
+  });
+}
+
+// From the output y: softmax dx = y·(g − Σ g·y); log_softmax dx = g − exp(y)·Σ g.
+template <class T, bool Log, int W, int E>
+__global__ void softmax_backward_warp_kernel(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d,
+                                             bool overwrite) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    TwoRows<Row> loaded;
+    loaded.first.load(y + r * d, packs);
+    loaded.second.load(grad_out + r * d, packs);
+    return loaded;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
+    Row& yr = loaded.first;
+    Row& gr = loaded.second;
+    T partial = 0;
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) partial += Log ? gr.pack[k].v[j] : gr.pack[k].v[j] * yr.pack[k].v[j];
+    }
+    const T total = warp_all_sum(partial);
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      T* dst = grad_x + r * d + Row::offset(k);
+      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        const T g = gr.pack[k].v[j], yv = yr.pack[k].v[j];
+        write_grad(out.v[j], Log ? g - exp_of(yv) * total : yv * (g - total), overwrite);
+      }
+      store_pack<W>(dst, out);
+    }
+  });
+}
+
+// Longer rows: a block per row.
 template <class T, bool Log>
 __global__ void softmax_forward_kernel(const T* x, T* y, int64_t rows, int64_t d) {
   __shared__ T scratch[32];
@@ -154,6 +388,72 @@ __global__ void softmax_backward_kernel(const T* y, const T* grad_out, T* grad_x
 }
 
 // ---- l2_normalize and weight_norm ---------------------------------------------------------------
+// l2_normalize rows up to warp_row_limit: a warp per row in registers (one read of x).
+template <class T, int W, int E>
+__global__ void l2_normalize_forward_warp_kernel(const T* x, T* y, T* norm, int64_t rows, int64_t d, double eps) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    Row row;
+    row.load(x + r * d, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+    const T n = sqrt_of(warp_all_sum(row.sum(packs, [](T v) { return v * v; })));
+    const T denom = max_of(n, static_cast<T>(eps));
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) row.pack[k].v[j] = row.pack[k].v[j] / denom;
+    }
+    row.store(y + r * d, packs);
+    if (threadIdx.x % 32 == 0) norm[r] = n;
+  });
+}
+
+// Where the norm is at least eps: dx = g/n − x·(x·g)/n³; below eps: dx = g/eps.
+template <class T, int W, int E>
+__global__ void l2_normalize_backward_warp_kernel(const T* x, const T* norm, const T* grad_out, T* grad_x,
+                                                  int64_t rows, int64_t d, double eps, bool overwrite) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [&](int64_t r) {
+    TwoRows<Row> loaded;
+    loaded.first.load(x + r * d, packs);
+    loaded.second.load(grad_out + r * d, packs);
+    return loaded;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
+    Row& xr = loaded.first;
+    Row& gr = loaded.second;
+    const T n = norm[r];
+    T partial = 0;
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) partial += xr.pack[k].v[j] * gr.pack[k].v[j];
+    }
+    const T dot = warp_all_sum(partial);
+    const bool clamped = static_cast<double>(n) < eps;
+    const T scale = dot / n / n / n;  // divided step by step: n³ of a small f32 norm underflows
+    const T e = static_cast<T>(eps);
+    MCDL_UNROLL
+    for (int k = 0; k < Row::packs_per_lane; ++k) {
+      if (!Row::valid(k, packs)) continue;
+      T* dst = grad_x + r * d + Row::offset(k);
+      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) {
+        const T g = gr.pack[k].v[j];
+        write_grad(out.v[j], clamped ? g / e : g / n - xr.pack[k].v[j] * scale, overwrite);
+      }
+      store_pack<W>(dst, out);
+    }
+  });
+}
+
+// Longer rows (and weight_norm): a block per row.
 // ‖row‖₂ of d elements, to every thread of the block.
 template <class T>
 __device__ T row_l2_norm(const T* x, int64_t d, T* scratch) {
@@ -235,89 +535,183 @@ __global__ void weight_norm_backward_kernel(const T* v, const T* g, const T* nor
 
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
-  if (n > 0)
-    launch(gelu_forward_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), x, y, n);
+  launch_map(GeluForward<T>{x, y}, n, packs_aligned(x, y));
 }
 
 template <class T>
 void gelu_backward(const T* x, const T* grad_out, T* grad_in, int64_t n, bool overwrite) {
-  if (n > 0)
-    launch(gelu_backward_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), x, grad_out,
-           grad_in, n, overwrite);
+  launch_map(GeluBackward<T>{x, grad_out, grad_in, overwrite}, n, packs_aligned(x, grad_out, grad_in));
 }
 
 template <class T>
 void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t rows, int64_t d,
                         double eps) {
-  if (rows > 0)
-    launch(layer_norm_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, beta, y,
-           mean, rstd, rows, d, eps);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, gamma, beta, y),
+        [](auto w, auto e) {
+          return KernelConstant<layer_norm_forward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, gamma, beta, y, mean, rstd, rows, d, eps);
+    return;
+  }
+  launch(layer_norm_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, beta, y, mean,
+         rstd, rows, d, eps);
 }
 
 template <class T>
 void layer_norm_backward_input(const T* x, const T* gamma, const T* mean, const T* rstd, const T* grad_out, T* grad_x,
                                int64_t rows, int64_t d, bool overwrite) {
-  if (rows > 0)
-    launch(layer_norm_backward_input_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, mean,
-           rstd, grad_out, grad_x, rows, d, overwrite);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, gamma, grad_out, grad_x),
+        [](auto w, auto e) {
+          return KernelConstant<layer_norm_backward_input_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, gamma, mean, rstd, grad_out, grad_x, rows, d, overwrite);
+    return;
+  }
+  launch(layer_norm_backward_input_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, mean,
+         rstd, grad_out, grad_x, rows, d, overwrite);
 }
 
-int64_t layer_norm_affine_scratch_size(int64_t rows, int64_t d) { return 2 * affine_partials(rows) * d; }
+int64_t layer_norm_affine_scratch_size(int64_t rows, int64_t d) {
+  const int64_t partials = affine_partials(rows);
+  return 2 * (partials + affine_groups(partials)) * d;
+}
 
 template <class T>
 void layer_norm_backward_affine(const T* x, const T* mean, const T* rstd, const T* grad_out, T* grad_gamma,
                                 bool overwrite_gamma, T* grad_beta, bool overwrite_beta, T* scratch, int64_t rows,
                                 int64_t d) {
-  const int64_t partials = affine_partials(rows);
+  const int64_t partials = affine_partials(rows), groups = affine_groups(partials);
   if (partials * d == 0) return;
   T* partial_gamma = scratch;
   T* partial_beta = scratch + partials * d;
-  launch(layer_norm_affine_partials_kernel<T>, elementwise_grid(partials * d), dim3(elementwise_block()), 0,
-         engine_stream(), x, mean, rstd, grad_out, partial_gamma, partial_beta, partials, rows, d);
-  launch(layer_norm_affine_combine_kernel<T>, elementwise_grid(d), dim3(elementwise_block()), 0, engine_stream(),
-         static_cast<const T*>(partial_gamma), static_cast<const T*>(partial_beta), grad_gamma, overwrite_gamma,
-         grad_beta, overwrite_beta, partials, d);
+  T* group_gamma = partial_beta + partials * d;
+  T* group_beta = group_gamma + groups * d;
+  const unsigned block = elementwise_block();
+  auto run_partials = [&](auto width) {
+    constexpr int W = decltype(width)::value;
+    constexpr auto kernel = layer_norm_affine_partials_kernel<T, W>;
+    launch(kernel, balanced_grid(partials * (d / W), block, resident_blocks<kernel>(block)), dim3(block), 0,
+           engine_stream(), x, mean, rstd, grad_out, partial_gamma, partial_beta, partials, rows, d);
+  };
+  if (d % pack_width<T> == 0 && packs_aligned(x, grad_out)) {
+    run_partials(std::integral_constant<int, pack_width<T>>{});
+  } else {
+    run_partials(std::integral_constant<int, 1>{});
+  }
+  constexpr auto combine = layer_norm_affine_combine_kernel<T>;
+  const T* sums_gamma = partial_gamma;
+  const T* sums_beta = partial_beta;
+  int64_t count = partials;
+  if (groups > 1) {  // first level: sums of affine_partials_per_group partials
+    launch(combine, balanced_grid(groups * d, block, resident_blocks<combine>(block)), dim3(block), 0, engine_stream(),
+           sums_gamma, sums_beta, group_gamma, group_beta, partials, affine_partials_per_group, d, false, false, false);
+    sums_gamma = group_gamma;
+    sums_beta = group_beta;
+    count = groups;
+  }
+  launch(combine, balanced_grid(d, block, resident_blocks<combine>(block)), dim3(block), 0, engine_stream(), sums_gamma,
+         sums_beta, grad_gamma, grad_beta, count, count, d, true, overwrite_gamma, overwrite_beta);
 }
 
 template <class T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
-  if (rows > 0)
-    launch(softmax_forward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, y),
+        [](auto w, auto e) {
+          return KernelConstant<softmax_forward_warp_kernel<T, false, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, y, rows, d);
+    return;
+  }
+  launch(softmax_forward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
 }
 
 template <class T>
 void log_softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
-  if (rows > 0)
-    launch(softmax_forward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, y),
+        [](auto w, auto e) {
+          return KernelConstant<softmax_forward_warp_kernel<T, true, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, y, rows, d);
+    return;
+  }
+  launch(softmax_forward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
 }
 
 template <class T>
 void softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
-  if (rows > 0)
-    launch(softmax_backward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
-           grad_x, rows, d, overwrite);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(y, grad_out, grad_x),
+        [](auto w, auto e) {
+          return KernelConstant<softmax_backward_warp_kernel<T, false, decltype(w)::value, decltype(e)::value>>{};
+        },
+        y, grad_out, grad_x, rows, d, overwrite);
+    return;
+  }
+  launch(softmax_backward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
+         grad_x, rows, d, overwrite);
 }
 
 template <class T>
 void log_softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
-  if (rows > 0)
-    launch(softmax_backward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
-           grad_x, rows, d, overwrite);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(y, grad_out, grad_x),
+        [](auto w, auto e) {
+          return KernelConstant<softmax_backward_warp_kernel<T, true, decltype(w)::value, decltype(e)::value>>{};
+        },
+        y, grad_out, grad_x, rows, d, overwrite);
+    return;
+  }
+  launch(softmax_backward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
+         grad_x, rows, d, overwrite);
 }
 
 template <class T>
 void l2_normalize_forward(const T* x, T* y, T* norm, int64_t rows, int64_t d, double eps) {
-  if (rows > 0)
-    launch(l2_normalize_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, norm, rows, d,
-           eps);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, y),
+        [](auto w, auto e) {
+          return KernelConstant<l2_normalize_forward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, y, norm, rows, d, eps);
+    return;
+  }
+  launch(l2_normalize_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, norm, rows, d,
+         eps);
 }
 
 template <class T>
 void l2_normalize_backward(const T* x, const T* norm, const T* grad_out, T* grad_x, int64_t rows, int64_t d, double eps,
                            bool overwrite) {
-  if (rows > 0)
-    launch(l2_normalize_backward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, norm, grad_out,
-           grad_x, rows, d, eps, overwrite);
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(
+        rows, d, packs_aligned(x, grad_out, grad_x),
+        [](auto w, auto e) {
+          return KernelConstant<l2_normalize_backward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
+        },
+        x, norm, grad_out, grad_x, rows, d, eps, overwrite);
+    return;
+  }
+  launch(l2_normalize_backward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, norm, grad_out,
+         grad_x, rows, d, eps, overwrite);
 }
 
 template <class T>

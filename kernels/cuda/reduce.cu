@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/elementwise_launch.h"
 
@@ -11,30 +12,89 @@ namespace {
 
 constexpr unsigned warp_width = 32;
 
-// The runs a reduction launch combines. Output j (of targets = outer·inner) reduces positions
-// k < len at x[base(j) + k·inner]. With chunks > 1 each output's positions are split into chunks
-// of `chunk` consecutive positions: run r = c·targets + j reduces chunk c of output j (chunk-major,
+// The runs a reduction launch combines. Target j (of targets = outer·inner / width) is `width`
+// neighbouring outputs (width > 1: read in one pack per position) and reduces positions k < len
+// at x[base(j) + k·inner]. With chunks > 1 each target's positions are split into chunks of
+// `chunk` consecutive positions: run r = c·targets + j reduces chunk c of target j (chunk-major,
 // so that neighbouring runs read neighbouring memory when inner > 1).
 struct Runs {
-  int64_t targets, len, inner, chunks, chunk;
-  __device__ int64_t base(int64_t j) const { return (j / inner) * len * inner + j % inner; }
+  int64_t targets, len, inner, chunks, chunk, width;
+  __device__ int64_t base(int64_t j) const {
+    const int64_t first = j * width;
+    return (first / inner) * len * inner + first % inner;
+  }
+};
+
+// Sums of V neighbouring outputs at once.
+template <int V>
+struct Sums {
+  double v[V];
 };
 
 // A reduction over the runs: Acc is the partial result, combine must be associative and
-// commutative for the tree order not to matter beyond rounding.
-template <class In, class Out>
+// commutative for the tree order not to matter beyond rounding. load(j, offset, k) reads
+// position k of target j; policies with group G > 1 (runs of consecutive positions, inner == 1)
+// also read G consecutive positions at once with load_group.
+//
+// Sums take 16-byte packs where the data allows (sum_axis): V = 4 float (2 double) outputs per
+// target when the reduced axis is strided (inner % V == 0), or G = 4 (2) positions per load when
+// it is contiguous. A warp then moves 512 bytes per load instead of 128, enough bytes in flight
+// to stream at the copy bandwidth (scalar loads left "sum over rows" and "sum all" at about a
+// third of it).
+template <class In, class Out, int G = 1, int V = 1>
 struct SumPolicy {
-  using Acc = double;
+  static_assert(G == 1 || V == 1, "packs run along one direction");
+  static constexpr int group = G;
+  using Acc = std::conditional_t<V == 1, double, Sums<V>>;
   const In* x;
   Out* out;
   double divisor;
-  __device__ static double identity() { return 0.0; }
-  __device__ static double combine(double a, double b) { return a + b; }
-  __device__ static double shuffle_xor(double value, unsigned offset) {
-    return __shfl_xor_sync(0xffffffffu, value, static_cast<int>(offset));
+  __device__ static Acc identity() { return Acc{}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    if constexpr (V == 1) {
+      return a + b;
+    } else {
+      MCDL_UNROLL
+      for (int i = 0; i < V; ++i) a.v[i] += b.v[i];
+      return a;
+    }
   }
-  __device__ double load(int64_t, int64_t offset, int64_t) const { return static_cast<double>(x[offset]); }
-  __device__ void store(int64_t run, double s) const { out[run] = static_cast<Out>(s / divisor); }
+  __device__ static Acc shuffle_xor(Acc value, unsigned offset) {
+    if constexpr (V == 1) {
+      return __shfl_xor_sync(0xffffffffu, value, static_cast<int>(offset));
+    } else {
+      MCDL_UNROLL
+      for (int i = 0; i < V; ++i) value.v[i] = __shfl_xor_sync(0xffffffffu, value.v[i], static_cast<int>(offset));
+      return value;
+    }
+  }
+  __device__ Acc load(int64_t, int64_t offset, int64_t) const {
+    if constexpr (V == 1) {
+      return static_cast<double>(x[offset]);
+    } else {
+      const Pack<In, V> p = load_pack<V>(x + offset);
+      Acc a;
+      MCDL_UNROLL
+      for (int i = 0; i < V; ++i) a.v[i] = static_cast<double>(p.v[i]);
+      return a;
+    }
+  }
+  // Positions offset .. offset + G − 1, added in order.
+  __device__ Acc load_group(int64_t offset) const {
+    const Pack<In, G> p = load_pack<G>(x + offset);
+    double s = static_cast<double>(p.v[0]);
+    MCDL_UNROLL
+    for (int i = 1; i < G; ++i) s += static_cast<double>(p.v[i]);
+    return s;
+  }
+  __device__ void store(int64_t run, Acc s) const {
+    if constexpr (V == 1) {
+      out[run] = static_cast<Out>(s / divisor);
+    } else {
+      MCDL_UNROLL
+      for (int i = 0; i < V; ++i) out[run * V + i] = static_cast<Out>(s.v[i] / divisor);
+    }
+  }
 };
 
 // A candidate maximum: an element and its position along the axis (index < 0: none yet).
@@ -52,6 +112,7 @@ __device__ __forceinline__ bool beats(T candidate, T best) {
 
 template <class T>
 struct ArgmaxPolicy {
+  static constexpr int group = 1;
   using Acc = Candidate<T>;
   const T* x;
   T* values;  // may be null
@@ -104,7 +165,9 @@ struct Layout {
 template <class Policy>
 __global__ void reduce_kernel(Policy policy, Runs runs, Layout layout) {
   using Acc = typename Policy::Acc;
-  __shared__ Acc warp_results[warp_width * warp_width];
+  constexpr int G = Policy::group;
+  // reduce_shared_bytes: a slot per warp and run of the block, where runs span warps.
+  MCDL_DYNAMIC_SHARED(Acc, warp_results);
   const unsigned lanes = layout.lanes, per_run = layout.per_run;
   const bool positions_fast = layout.positions_fast;
   const unsigned tx = positions_fast ? threadIdx.x / per_run : threadIdx.x % lanes;
@@ -123,7 +186,18 @@ __global__ void reduce_kernel(Policy policy, Runs runs, Layout layout) {
       const int64_t j = run % runs.targets, begin = run / runs.targets * runs.chunk;
       const int64_t end = begin + runs.chunk < runs.len ? begin + runs.chunk : runs.len;
       const int64_t base = runs.base(j);
-      for (int64_t k = begin + ty; k < end; k += per_run)
+      // The loops are unrolled so that each thread has four loads in flight (they do not depend
+      // on the accumulator); the combines stay in position order.
+      int64_t rest = begin;  // the first position not read in groups
+      if constexpr (G > 1) {  // inner == 1, and base + begin is a multiple of G (plan_reduction)
+        const int64_t groups = (end - begin) / G;
+        MCDL_UNROLL_BY(4)
+        for (int64_t q = ty; q < groups; q += per_run)
+          acc = Policy::combine(acc, policy.load_group(base + begin + q * G));
+        rest = begin + groups * G;
+      }
+      MCDL_UNROLL_BY(4)
+      for (int64_t k = rest + ty; k < end; k += per_run)
         acc = Policy::combine(acc, policy.load(j, base + k * runs.inner, k));
     }
     // Lanes `offset` apart belong to the same run for these offsets (the same for the whole block).
@@ -150,11 +224,11 @@ __global__ void reduce_kernel(Policy policy, Runs runs, Layout layout) {
 
 // Runs of at most this many positions get a thread each.
 constexpr int64_t serial_length = 16;
-// Contiguous runs up to this long get a warp each, longer ones a block.
+// Contiguous runs up to this long get a warp each, longer ones (and a single run, such as the
+// second pass of a sum over all elements: no other runs to fill the GPU) a block.
 constexpr int64_t warp_run_length = 1024;
-// A split reduction aims at this many blocks in all (about 8 per SM of an H100) ...
-constexpr int64_t split_blocks = 1024;
-// ... with at least this many positions per thread.
+// A split reduction aims at one wave of resident blocks (plan_split), with at least this many
+// positions per thread.
 constexpr int64_t split_min_per_thread = 32;
 
 struct Plan {
@@ -166,35 +240,79 @@ struct Plan {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// How to reduce [outer, len, inner]; `split` allows chunks (a second pass over the partials).
-Plan plan_reduction(int64_t outer, int64_t len, int64_t inner, bool split) {
+// How a reduction reads its input: `group` consecutive positions per load (inner == 1) or
+// `width` neighbouring outputs per load (inner % width == 0); 1 and 1: element by element.
+struct Packing {
+  int group = 1, width = 1;
+};
+
+// Whether the shape allows `packing` (alignment of the data aside).
+bool packing_fits(int64_t outer, int64_t len, int64_t inner, Packing packing) {
+  if (packing.width > 1) return inner > 1 && inner % packing.width == 0;
+  if (packing.group > 1) return inner == 1 && len > serial_length && (outer == 1 || len % packing.group == 0);
+  return true;
+}
+
+// How to reduce [outer, len, inner]; `split` allows chunks (a second pass over the partials),
+// as many as fill `wave` blocks.
+Plan plan_reduction(int64_t outer, int64_t len, int64_t inner, bool split, Packing packing = {}, int64_t wave = 1) {
   Plan plan;
   plan.block = block_size(256);
+  const int64_t width = packing.width;
   if (len <= serial_length) {
     plan.layout = {plan.block, 1, false};
   } else if (inner == 1) {
-    const unsigned per_run = len <= warp_run_length ? warp_width : plan.block;
+    const unsigned per_run = len <= warp_run_length && outer > 1 ? warp_width : plan.block;
     plan.layout = {plan.block / per_run, per_run, true};
   } else {
     const auto lanes =
-        static_cast<unsigned>(std::min<uint64_t>(warp_width, std::bit_ceil(static_cast<uint64_t>(inner))));
+        static_cast<unsigned>(std::min<uint64_t>(warp_width, std::bit_ceil(static_cast<uint64_t>(inner / width))));
     plan.layout = {lanes, plan.block / lanes, false};
   }
-  const int64_t targets = outer * inner, lanes = plan.layout.lanes, per_run = plan.layout.per_run;
+  const int64_t targets = outer * inner / width, lanes = plan.layout.lanes, per_run = plan.layout.per_run;
   int64_t chunks = 1;
   if (split && per_run > 1)
     chunks = std::max<int64_t>(
-        1, std::min(ceil_div(len, per_run * split_min_per_thread), split_blocks / ceil_div(targets, lanes)));
-  const int64_t chunk = ceil_div(len, chunks);
+        1, std::min(ceil_div(len, per_run * split_min_per_thread), wave / ceil_div(targets, lanes)));
+  // Chunks start at multiples of the group, so that grouped loads stay aligned.
+  const int64_t chunk = ceil_div(ceil_div(len, chunks), packing.group) * packing.group;
   chunks = ceil_div(len, chunk);  // no empty chunk
-  plan.runs = Runs{targets, len, inner, chunks, chunk};
+  plan.runs = Runs{targets, len, inner, chunks, chunk, width};
   plan.grid = dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(targets * chunks, lanes), 1, 65535)));
   return plan;
 }
 
+// Dynamic shared memory of reduce_kernel: a slot per warp and run of a block where a run's
+// threads span several warps (runs fast: every warp holds a share of each of the block's runs).
+// At most 32 B per thread (Sums<4>), so at most 64 KB per SM at full occupancy: never what
+// limits occupancy (resident_blocks relies on that).
+size_t reduce_shared_bytes(const Plan& plan, size_t acc_bytes) {
+  const Layout& layout = plan.layout;
+  const unsigned warps = plan.block / warp_width;
+  const bool across_warps = layout.positions_fast ? layout.per_run > warp_width : layout.per_run > 1 && warps > 1;
+  if (!across_warps) return 0;
+  return (layout.positions_fast ? warps : warps * layout.lanes) * acc_bytes;
+}
+
+// The most blocks of `block` threads any kernel keeps resident (2048 threads per SM).
+int64_t wave_bound(unsigned block) { return static_cast<int64_t>(sm_count()) * (2048 / block); }
+
+// The plan of a split reduction whose first pass runs Policy: as many chunks as one wave of
+// that kernel's resident blocks holds (its occupancy from registers and shared memory), so no
+// partly filled second wave of equal-sized blocks doubles the time (a fixed 1024 blocks was
+// 1.3 waves at 6 blocks per SM). Never more chunks than with wave_bound, which sizes scratch.
+template <class Policy>
+Plan plan_split(int64_t outer, int64_t len, int64_t inner, Packing packing) {
+  const unsigned block = block_size(256);
+  const Plan bound = plan_reduction(outer, len, inner, true, packing, wave_bound(block));
+  const size_t shared = reduce_shared_bytes(bound, sizeof(typename Policy::Acc));
+  return plan_reduction(outer, len, inner, true, packing, resident_blocks<reduce_kernel<Policy>>(block, shared));
+}
+
 template <class Policy>
 void run(const Policy& policy, const Plan& plan) {
-  launch(reduce_kernel<Policy>, plan.grid, dim3(plan.block), 0, engine_stream(), policy, plan.runs, plan.layout);
+  launch(reduce_kernel<Policy>, plan.grid, dim3(plan.block), reduce_shared_bytes(plan, sizeof(typename Policy::Acc)),
+         engine_stream(), policy, plan.runs, plan.layout);
 }
 
 void require_scratch(const Plan& plan, const void* scratch) {
@@ -229,22 +347,47 @@ __global__ void max_axis_backward_kernel(const T* g, const int64_t* index, T* dx
 }  // namespace
 
 int64_t reduce_scratch_words(int64_t outer, int64_t len, int64_t inner) {
-  const Plan plan = plan_reduction(outer, len, inner, true);
-  return plan.runs.chunks > 1 ? plan.runs.targets * plan.runs.chunks : 0;
+  // The most any packing sum_axis or max_axis may choose for this shape needs.
+  int64_t words = 0;
+  for (const Packing packing : {Packing{1, 1}, Packing{2, 1}, Packing{4, 1}, Packing{1, 2}, Packing{1, 4}}) {
+    if (!packing_fits(outer, len, inner, packing)) continue;
+    const Plan plan = plan_reduction(outer, len, inner, true, packing, wave_bound(block_size(256)));
+    if (plan.runs.chunks > 1) words = std::max(words, outer * inner * plan.runs.chunks);
+  }
+  return words;
+}
+
+// Calls f(Packing as types) with the packing sum_axis uses for x: 16-byte packs of outputs when
+// the reduced axis is strided, of positions when it is contiguous, else element by element.
+template <class T, class F>
+void with_sum_packing(const T* x, int64_t outer, int64_t len, int64_t inner, F&& f) {
+  constexpr int V = pack_width<T>;
+  using One = std::integral_constant<int, 1>;
+  using Pack16 = std::integral_constant<int, V>;
+  if (packs_aligned(x) && packing_fits(outer, len, inner, {1, V})) {
+    f(One{}, Pack16{});
+  } else if (packs_aligned(x) && packing_fits(outer, len, inner, {V, 1})) {
+    f(Pack16{}, One{});
+  } else {
+    f(One{}, One{});
+  }
 }
 
 template <class T>
 void sum_axis(const T* x, T* out, int64_t outer, int64_t len, int64_t inner, double divisor, double* scratch) {
   if (outer * inner == 0) return;
-  const Plan plan = plan_reduction(outer, len, inner, true);
-  if (plan.runs.chunks == 1) {
-    run(SumPolicy<T, T>{x, out, divisor}, plan);
-    return;
-  }
-  require_scratch(plan, scratch);
-  // Pass 1: chunk sums [chunks, targets] in double; pass 2: the sum over chunks of each output.
-  run(SumPolicy<T, double>{x, scratch, 1.0}, plan);
-  run(SumPolicy<double, T>{scratch, out, divisor}, plan_reduction(1, plan.runs.chunks, plan.runs.targets, false));
+  with_sum_packing(x, outer, len, inner, [&](auto group, auto width) {
+    constexpr int G = decltype(group)::value, V = decltype(width)::value;
+    const Plan plan = plan_split<SumPolicy<T, double, G, V>>(outer, len, inner, Packing{G, V});
+    if (plan.runs.chunks == 1) {
+      run(SumPolicy<T, T, G, V>{x, out, divisor}, plan);
+      return;
+    }
+    require_scratch(plan, scratch);
+    // Pass 1: chunk sums [chunks, outer·inner] in double; pass 2: the sum over chunks of each output.
+    run(SumPolicy<T, double, G, V>{x, scratch, 1.0}, plan);
+    run(SumPolicy<double, T>{scratch, out, divisor}, plan_reduction(1, plan.runs.chunks, outer * inner, false));
+  });
 }
 
 template <class T>
@@ -258,7 +401,7 @@ void sum_axis_backward(const T* g, T* dx, int64_t outer, int64_t len, int64_t in
 template <class T>
 void max_axis(const T* x, T* values, int64_t* index, int64_t outer, int64_t len, int64_t inner, int64_t* scratch) {
   if (outer * inner == 0) return;
-  const Plan plan = plan_reduction(outer, len, inner, true);
+  const Plan plan = plan_split<ArgmaxPolicy<T>>(outer, len, inner, Packing{});
   if (plan.runs.chunks == 1) {
     run(ArgmaxPolicy<T>{x, values, index}, plan);
     return;

@@ -1,14 +1,21 @@
-// Building blocks of the row kernels of nn.cu and loss.cu: one block per row of d contiguous
-// elements (a grid-stride loop over rows, so any row count fits the grid), strided loops inside
-// the row (any d at any block size), block-wide sum (block_reduce.h) and max in a fixed order,
-// and float/double overloads of the math the kernels use. Included by .cu files only.
+// Building blocks of the row kernels of nn.cu and loss.cu, for rows of d contiguous elements.
+//  - Rows up to warp_row_limit elements: a warp per row (warp_row_first / warp_row_stride: a
+//    grid-stride loop over rows, warp by warp), the row held in registers (RowRegs), so it is
+//    read from memory once however many passes the op makes over it, in 16-byte packs where the
+//    rows allow; reductions by xor shuffles (warp_all_sum / warp_all_max: a fixed order, the
+//    same bits in every lane) without any barrier.
+//  - Longer rows: one block per row (a grid-stride loop over rows), strided loops inside the
+//    row (any d at any block size), block-wide sum (block_reduce.h) and max in a fixed order.
+// Plus float/double overloads of the math the kernels use. Included by .cu files only.
 #pragma once
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/block_reduce.h"
+#include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/launch_config.h"
 
 namespace mcdl::cuda {
@@ -31,6 +38,11 @@ __device__ __forceinline__ float sqrt_of(float x) { return sqrtf(x); }
 __device__ __forceinline__ double sqrt_of(double x) { return sqrt(x); }
 __device__ __forceinline__ float erf_of(float x) { return erff(x); }
 __device__ __forceinline__ double erf_of(double x) { return erf(x); }
+
+// The larger of a and b, a NaN operand losing (as std::max(top, x) in the CPU kernels, which
+// starts from -inf); commutative, so every lane of a butterfly gets the same value.
+__device__ __forceinline__ float fmax_of(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double fmax_of(double a, double b) { return fmax(a, b); }
 
 // The larger of a and b as std::max(a, b) picks it (a NaN in b is ignored, as in the CPU kernels).
 template <class T>
@@ -73,6 +85,178 @@ __device__ T row_log_sum_exp(const T* x, int64_t d, T* scratch) {
   T sum = 0;
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) sum += exp_of(x[c] - top);
   return top + log_of(block_sum(sum, scratch));
+}
+
+// ---- a warp per row ------------------------------------------------------------------------------
+
+// Rows up to this many elements go to the warp-per-row kernels.
+constexpr int64_t warp_row_limit = 1024;
+
+constexpr unsigned full_warp = 0xffffffffu;
+
+// Sum and maximum over the 32 lanes of a warp, to every lane: an xor butterfly, whose partial
+// sums meet in the same order in every lane (a + b == b + a exactly), so all lanes agree bit
+// for bit.
+template <class T>
+__device__ __forceinline__ T warp_all_sum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(full_warp, value, offset);
+  return value;
+}
+template <class T>
+__device__ __forceinline__ T warp_all_max(T value) {
+  for (int offset = 16; offset > 0; offset /= 2) value = fmax_of(value, __shfl_xor_sync(full_warp, value, offset));
+  return value;
+}
+
+// The warp's first row and the row stride of the grid-stride loop over rows (uniform per warp,
+// so the shuffles inside see all 32 lanes).
+__device__ __forceinline__ int64_t warp_row_first() {
+  return static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+}
+__device__ __forceinline__ int64_t warp_row_stride() { return static_cast<int64_t>(gridDim.x) * (blockDim.x / 32); }
+
+// Runs process(r, data) with data = load(r) for the warp's rows r (the grid-stride loop over
+// rows). With `prefetch`, the warp loads its next row before it processes the current one, so
+// that row's loads are in flight during the reductions and the math: a short row (E <= 8, 1 KB
+// per warp, e.g. attention scores of 197) alone keeps too few bytes in flight per SM to reach
+// the copy bandwidth, two of them do. Costs the registers of a second row.
+template <bool prefetch, class Load, class Process>
+__device__ __forceinline__ void for_warp_rows(int64_t rows, Load load, Process process) {
+  const int64_t stride = warp_row_stride();
+  int64_t r = warp_row_first();
+  if constexpr (prefetch) {
+    if (r >= rows) return;
+    auto data = load(r);
+    for (; r < rows; r += stride) {
+      decltype(data) next{};
+      if (r + stride < rows) next = load(r + stride);
+      process(r, data);
+      data = next;
+    }
+  } else {
+    for (; r < rows; r += stride) {
+      auto data = load(r);
+      process(r, data);
+    }
+  }
+}
+
+// Two rows of a warp kernel (x and the output gradient, say), as for_warp_rows data.
+template <class Row>
+struct TwoRows {
+  Row first, second;
+};
+
+// Whether a warp kernel holding E elements of a row per lane prefetches (for_warp_rows).
+template <int E>
+inline constexpr bool prefetch_rows = E <= 8;
+
+// One lane's share of a row in registers: packs lane, lane + 32, ... (N = E / W of them, E the
+// elements a lane holds at most) of W elements each. W = pack_width<T> (16-byte loads) needs
+// d % W == 0 and 16-byte aligned row pointers; W = 1 takes any row.
+template <class T, int W, int E>
+struct RowRegs {
+  static constexpr int packs_per_lane = E / W;
+  static_assert(packs_per_lane * W == E, "a lane holds whole packs");
+  Pack<T, W> pack[packs_per_lane];
+
+  // Whether slot k holds a pack of the row (rows shorter than 32·E leave slots empty).
+  __device__ static bool valid(int k, int64_t packs) { return threadIdx.x % 32 + 32 * k < packs; }
+  // The element offset of slot k within the row.
+  __device__ static int64_t offset(int k) { return (threadIdx.x % 32 + 32 * static_cast<int64_t>(k)) * W; }
+
+  // Loads the lane's packs of `row` (packs = d / W); empty slots get zeros. All loads are
+  // independent and issued together.
+  __device__ void load(const T* row, int64_t packs) {
+    MCDL_UNROLL
+    for (int k = 0; k < packs_per_lane; ++k) pack[k] = valid(k, packs) ? load_pack<W>(row + offset(k)) : Pack<T, W>{};
+  }
+  __device__ void store(T* row, int64_t packs) const {
+    MCDL_UNROLL
+    for (int k = 0; k < packs_per_lane; ++k)
+      if (valid(k, packs)) store_pack<W>(row + offset(k), pack[k]);
+  }
+  // The largest of the lane's elements of the row (-inf for none; NaN ignored, fmax_of).
+  __device__ T max(int64_t packs) const {
+    T top = -INFINITY;
+    MCDL_UNROLL
+    for (int k = 0; k < packs_per_lane; ++k) {
+      if (!valid(k, packs)) continue;
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) top = fmax_of(top, pack[k].v[j]);
+    }
+    return top;
+  }
+  // Σ f(element) over the lane's elements of the row (empty slots skipped).
+  template <class F>
+  __device__ T sum(int64_t packs, F f) const {
+    T total = 0;
+    MCDL_UNROLL
+    for (int k = 0; k < packs_per_lane; ++k) {
+      if (!valid(k, packs)) continue;
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) total += f(pack[k].v[j]);
+    }
+    return total;
+  }
+};
+
+// log Σ exp(x) of the row in `row` (packs = d / W), the row maximum subtracted first so no
+// exp overflows, to every lane of the warp.
+template <class T, int W, int E>
+__device__ T warp_row_log_sum_exp(const RowRegs<T, W, E>& row, int64_t packs) {
+  const T top = warp_all_max(row.max(packs));
+  return top + log_of(warp_all_sum(row.sum(packs, [top](T v) { return exp_of(v - top); })));
+}
+
+// The budget E (elements per lane) for rows of d <= warp_row_limit elements: the smallest of
+// 8, 16, 24, 32 with 32·E >= d, so short rows do not pay for registers they do not use.
+// Calls f(std::integral_constant<int, W>, std::integral_constant<int, E>) with the pack width
+// W: pack_width<T> when `aligned` (every row pointer 16-byte aligned) and d % W == 0, else 1.
+template <class T, class F>
+void with_row_regs(int64_t d, bool aligned, F&& f) {
+  auto with_budget = [&](auto width) {
+    if (d <= 32 * 8) {
+      f(width, std::integral_constant<int, 8>{});
+    } else if (d <= 32 * 16) {
+      f(width, std::integral_constant<int, 16>{});
+    } else if (d <= 32 * 24) {
+      f(width, std::integral_constant<int, 24>{});
+    } else {
+      f(width, std::integral_constant<int, 32>{});
+    }
+  };
+  if (aligned && d % pack_width<T> == 0) {
+    with_budget(std::integral_constant<int, pack_width<T>>{});
+  } else {
+    with_budget(std::integral_constant<int, 1>{});
+  }
+}
+
+// Grid of a warp-per-row kernel over `rows` rows: a row per warp and trip, balanced over one
+// wave of resident blocks (balanced_grid).
+template <auto kernel>
+dim3 warp_rows_grid(int64_t rows, unsigned block) {
+  return balanced_grid(rows * 32, block, resident_blocks<kernel>(block));
+}
+
+// Block size of the warp-per-row kernels.
+inline unsigned warp_rows_block() { return block_size(256); }
+
+// A kernel pointer as a type, so that launch_warp_rows can pick it at compile time.
+template <auto kernel>
+using KernelConstant = std::integral_constant<decltype(kernel), kernel>;
+
+// Launches the warp-per-row kernel that kernel_for(width, budget) names (a KernelConstant),
+// over `rows` rows of d <= warp_row_limit elements, with args. `aligned`: every row pointer is
+// 16-byte aligned.
+template <class T, class KernelFor, class... Args>
+void launch_warp_rows(int64_t rows, int64_t d, bool aligned, KernelFor kernel_for, Args... args) {
+  with_row_regs<T>(d, aligned, [&](auto width, auto budget) {
+    constexpr auto kernel = decltype(kernel_for(width, budget))::value;
+    const unsigned block = fitting_block<kernel>(warp_rows_block());
+    launch(kernel, warp_rows_grid<kernel>(rows, block), dim3(block), 0, engine_stream(), args...);
+  });
 }
 
 // dst = value (overwrite) or dst += value.

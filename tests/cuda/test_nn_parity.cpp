@@ -9,8 +9,11 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
+#include "engine/ops/loss.h"
 #include "engine/ops/nn.h"
+#include "engine/ops/shape.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -53,6 +56,36 @@ TEST_CASE("cuda nn: every op at rows and widths that do not divide the block siz
   check_all_ops(3, 197);
   check_all_ops(197, 3);
   check_all_ops(1, 1);
+}
+
+// Rows up to 1024 go a warp per row, held in registers: 16-byte packs when d % 4 == 0 (64,
+// 320, 768, 1024), element by element otherwise (333, 700, 1001), at each register budget (8,
+// 16, 24, 32 elements per lane); 1030 takes the block-per-row kernels. 197 rows are more than
+// one wave of the emulator's resident warps, so the warps loop over rows.
+TEST_CASE("cuda nn: warp-per-row kernels at every register budget, packed and not") {
+  for (int64_t d : {64, 320, 333, 700, 768, 1001, 1024, 1030}) check_all_ops(2, d);
+  check_all_ops(197, 64);
+}
+
+// Rows of a view one element into its storage are not 16-byte aligned even when d % 4 == 0:
+// the row kernels must take the element-by-element path (x is a slice of a flat leaf, so the
+// gradient flows back through the view).
+TEST_CASE("cuda nn: rows that start at an odd offset") {
+  const int64_t rows = 3, d = 64;
+  auto rows_view = [](const Tensor& flat) { return reshape(slice(flat, 0, 1, 1 + rows * d), {rows, d}); };
+  const Tensor flat = leaf({1 + rows * d}, 30, -3, 3);
+  check_cuda_parity("softmax, misaligned rows", [&](auto& x) { return softmax(rows_view(x[0])); }, {flat});
+  check_cuda_parity("log_softmax, misaligned rows", [&](auto& x) { return log_softmax(rows_view(x[0])); }, {flat});
+  check_cuda_parity("l2_normalize, misaligned rows", [&](auto& x) { return l2_normalize(rows_view(x[0])); }, {flat});
+  check_cuda_parity("gelu, misaligned", [&](auto& x) { return gelu(rows_view(x[0])); }, {flat});
+  check_cuda_parity(
+      "layer_norm, misaligned rows", [&](auto& x) { return layer_norm(rows_view(x[0]), x[1], x[2]); },
+      {flat, leaf({d}, 31, 0.5, 1.5), leaf({d}, 32)}, layer_norm_tol, layer_norm_tol);
+  // cross_entropy's row kernels share this machinery.
+  std::vector<int64_t> labels = {63, 0, 17};
+  check_cuda_parity(
+      "cross_entropy, misaligned logits", [&](auto& x) { return cross_entropy(rows_view(x[0]), x[1]); },
+      {flat, from_vector(labels, {rows})});
 }
 
 TEST_CASE("cuda nn: layer_norm without affine, with gamma or beta only, and aliased parameters") {

@@ -118,6 +118,23 @@ TEST_CASE("cuda reduce: argmax of a long row with far-apart ties and NaNs") {
                               [axis](const auto& in) { return argmax(in[0], axis); }, {matrix});
 }
 
+// Sums read 16-byte packs: of outputs when the reduced axis is strided (inner % 4 == 0), of
+// positions when it is contiguous (then a length that is no multiple of 4 leaves a tail, and a
+// long one is split into chunks that start at multiples of 4). A view one element into its
+// storage is not 16-byte aligned and is summed element by element.
+TEST_CASE("cuda reduce: sums in 16-byte packs, with tails, chunks and misaligned views") {
+  check_all_elements(leaf({3, 4001}, 51), f32_atol, f32_rtol);  // two chunks, a tail of 3
+  check_axis(leaf({5, 1028}, 52), 1, f32_atol, f32_rtol);        // rows of 257 packs, a block each
+  const int64_t rows = 197, cols = 64;
+  const Tensor flat = leaf({1 + rows * cols}, 53);
+  auto view = [](const Tensor& x) { return reshape(slice(x, 0, 1, 1 + rows * cols), {rows, cols}); };
+  check_cuda_parity("sum of a misaligned view", [&](const auto& in) { return sum(view(in[0])); }, {flat}, f32_atol,
+                    f32_rtol);
+  for (int64_t axis : {0, 1})
+    check_cuda_parity("sum of a misaligned view along " + std::to_string(axis),
+                      [&](const auto& in) { return sum(view(in[0]), axis); }, {flat}, f32_atol, f32_rtol);
+}
+
 TEST_CASE("cuda reduce: the double kernels match the CPU") {
   check_all_elements(leaf({197, 768}, 31, DType::f64), f64_tol, f64_tol);
   check_axis(leaf({3, 197}, 32, DType::f64), 1, f64_tol, f64_tol);
