@@ -27,6 +27,7 @@ def time_ms(work, repeats=10):
 
 
 def main():
+    print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}", file=sys.stderr)
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = "cuda"
     tokens, width = 128 * 197, 768
