@@ -1,0 +1,398 @@
+#include "engine/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace mcdl {
+
+// Tensor data is copied byte for byte; safetensors stores it little-endian.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+namespace {
+
+using nlohmann::json;
+
+// The reference implementation's limit: a larger header is refused before it is read.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+struct FileDType {
+  const char* name;
+  size_t size;   // bytes per element in the file
+  DType engine;  // what the engine holds it as
+};
+
+// The file dtypes the engine reads. F16 becomes f32 and BOOL becomes u8; the first entry
+// for each engine dtype is the one save writes.
+constexpr FileDType kFileDTypes[] = {
+    {"F32", 4, DType::f32}, {"F64", 8, DType::f64}, {"BF16", 2, DType::bf16}, {"I32", 4, DType::i32},
+    {"I64", 8, DType::i64}, {"U8", 1, DType::u8},   {"F16", 2, DType::f32},   {"BOOL", 1, DType::u8},
+};
+
+const FileDType* find_file_dtype(const std::string& name) {
+  for (const FileDType& d : kFileDTypes) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+const char* file_dtype_name(const std::string& path, DType dtype) {
+  for (const FileDType& d : kFileDTypes) {
+    if (d.engine == dtype) return d.name;
+  }
+  fail("save_safetensors: ", path, ": no safetensors dtype for ", dtype_name(dtype));
+}
+
+// IEEE binary16 -> binary32, exact for every value (subnormals, infinities, NaN payloads).
+float half_to_float(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fu;
+  uint32_t mantissa = half & 0x3ffu;
+  uint32_t word;
+  if (exponent == 0x1f) {
+    word = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    word = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    word = sign;
+  } else {  // subnormal: normalise the mantissa into a float exponent
+    uint32_t shift = 0;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    word = sign | ((113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(word);
+}
+
+// Owns a POSIX file descriptor: pread/write report short transfers and errno exactly, which
+// the bounds checks below rely on.
+class FileHandle {
+ public:
+  explicit FileHandle(int fd) : fd_(fd) {}
+  ~FileHandle() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+struct Entry {
+  std::string name;
+  const FileDType* dtype;
+  Shape shape;
+  uint64_t begin, end;  // relative to the data area
+};
+
+class Loader {
+ public:
+  explicit Loader(const std::string& path) : path_(path) {}
+
+  SafetensorsFile load() {
+    FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.get() < 0) bad("cannot open the file: ", std::strerror(errno));
+    struct stat info;
+    if (::fstat(file.get(), &info) != 0) bad("cannot stat the file: ", std::strerror(errno));
+    if (!S_ISREG(info.st_mode)) bad("not a regular file");
+    const uint64_t file_size = static_cast<uint64_t>(info.st_size);
+    if (file_size < 8) bad("the file is ", file_size, " bytes, shorter than the 8-byte header length");
+
+    unsigned char length_bytes[8];
+    read_exact(file.get(), length_bytes, 0, 8);
+    uint64_t header_size = 0;
+    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length_bytes[i];
+    if (header_size > kMaxHeaderBytes) {
+      bad("header length ", header_size, " exceeds the ", kMaxHeaderBytes, "-byte limit (not a safetensors file?)");
+    }
+    if (header_size > file_size - 8) {
+      bad("header length ", header_size, " is larger than the file (", file_size, " bytes)");
+    }
+    std::string text(header_size, '\0');
+    read_exact(file.get(), text.data(), 8, header_size);
+    const json header = parse_header(text);
+
+    const uint64_t data_start = 8 + header_size;
+    const uint64_t data_size = file_size - data_start;
+    SafetensorsFile result;
+    std::vector<Entry> entries;
+    for (const auto& [name, value] : header.items()) {
+      if (name == "__metadata__") {
+        result.metadata = parse_metadata(value);
+      } else {
+        entries.push_back(parse_entry(name, value, data_size));
+      }
+    }
+    check_layout(entries, data_size);
+    for (const Entry& entry : entries) result.tensors.emplace(entry.name, read_tensor(file.get(), entry, data_start));
+    return result;
+  }
+
+ private:
+  std::string path_;
+
+  template <class... Parts>
+  [[noreturn]] void bad(const Parts&... parts) const {
+    fail("load_safetensors: ", path_, ": ", parts...);
+  }
+
+  void read_exact(int fd, void* dst, uint64_t offset, uint64_t bytes) const {
+    char* out = static_cast<char*>(dst);
+    while (bytes > 0) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, 1u << 30));
+      const ssize_t got = ::pread(fd, out, chunk, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) bad("read failed at byte ", offset, ": ", std::strerror(errno));
+      if (got == 0) bad("unexpected end of file at byte ", offset, " (the file changed while loading?)");
+      out += got;
+      offset += static_cast<uint64_t>(got);
+      bytes -= static_cast<uint64_t>(got);
+    }
+  }
+
+  // Parses the header, refusing duplicate keys (nlohmann would silently keep the last) and
+  // nesting deeper than a valid header has (object > entry > shape), so a hostile header
+  // cannot build a deep tree.
+  json parse_header(const std::string& text) const {
+    std::vector<std::set<std::string>> open_objects;
+    int depth = 0;
+    auto on_event = [&](int, json::parse_event_t event, json& value) {
+      switch (event) {
+        case json::parse_event_t::object_start:
+        case json::parse_event_t::array_start:
+          if (++depth > 3) bad("header JSON is nested deeper than a safetensors header");
+          if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+          break;
+        case json::parse_event_t::object_end:
+          open_objects.pop_back();
+          --depth;
+          break;
+        case json::parse_event_t::array_end: --depth; break;
+        case json::parse_event_t::key:
+          if (!open_objects.back().insert(value.get<std::string>()).second) {
+            if (open_objects.size() == 1) bad("duplicate tensor name \"", value.get<std::string>(), "\" in the header");
+            bad("duplicate key \"", value.get<std::string>(), "\" in the header");
+          }
+          break;
+        case json::parse_event_t::value: break;
+      }
+      return true;
+    };
+    json header;
+    try {
+      header = json::parse(text, on_event);
+    } catch (const json::exception& e) {
+      bad("header is not valid JSON: ", e.what());
+    }
+    if (!header.is_object()) bad("header is not a JSON object but ", header.type_name());
+    return header;
+  }
+
+  std::map<std::string, std::string> parse_metadata(const json& value) const {
+    if (!value.is_object()) bad("\"__metadata__\" must be an object of strings, got ", value.type_name());
+    std::map<std::string, std::string> metadata;
+    for (const auto& [key, item] : value.items()) {
+      if (!item.is_string()) bad("\"__metadata__\" value for \"", key, "\" is a ", item.type_name(), ", not a string");
+      metadata.emplace(key, item.get<std::string>());
+    }
+    return metadata;
+  }
+
+  const json& field(const std::string& name, const json& info, const char* key) const {
+    auto it = info.find(key);
+    if (it == info.end()) bad("tensor \"", name, "\" has no \"", key, "\"");
+    return *it;
+  }
+
+  Entry parse_entry(const std::string& name, const json& info, uint64_t data_size) const {
+    if (!info.is_object()) bad("tensor \"", name, "\" is a ", info.type_name(), ", not an object");
+    Entry entry{name, nullptr, {}, 0, 0};
+
+    const json& dtype = field(name, info, "dtype");
+    if (!dtype.is_string()) bad("tensor \"", name, "\": \"dtype\" must be a string, got ", dtype.dump());
+    entry.dtype = find_file_dtype(dtype.get<std::string>());
+    if (entry.dtype == nullptr) {
+      bad("tensor \"", name, "\": unknown or unsupported dtype \"", dtype.get<std::string>(),
+          "\" (supported: F32, F64, BF16, F16, I64, I32, U8, BOOL)");
+    }
+
+    const json& shape = field(name, info, "shape");
+    if (!shape.is_array()) bad("tensor \"", name, "\": \"shape\" must be an array, got ", shape.dump());
+    int64_t numel = 1;
+    for (const json& d : shape) {
+      if (d.is_number_integer() && !d.is_number_unsigned()) {
+        bad("tensor \"", name, "\": negative dimension in shape ", shape.dump());
+      }
+      if (!d.is_number_unsigned()) bad("tensor \"", name, "\": shape ", shape.dump(), " must hold integers");
+      const uint64_t size = d.get<uint64_t>();
+      if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          __builtin_mul_overflow(numel, static_cast<int64_t>(size), &numel)) {
+        bad("tensor \"", name, "\": the element count of shape ", shape.dump(), " overflows");
+      }
+      entry.shape.push_back(static_cast<int64_t>(size));
+    }
+    uint64_t nbytes;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(numel), entry.dtype->size, &nbytes)) {
+      bad("tensor \"", name, "\": the byte size of shape ", shape.dump(), " overflows");
+    }
+
+    const json& offsets = field(name, info, "data_offsets");
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      bad("tensor \"", name, "\": \"data_offsets\" must be [begin, end] with non-negative integers, got ",
+          offsets.dump());
+    }
+    entry.begin = offsets[0].get<uint64_t>();
+    entry.end = offsets[1].get<uint64_t>();
+    if (entry.begin > entry.end) bad("tensor \"", name, "\": data_offsets ", offsets.dump(), " end before they begin");
+    if (entry.end > data_size) {
+      bad("tensor \"", name, "\": data_offsets ", offsets.dump(), " extend past the data area (", data_size,
+          " bytes)");
+    }
+    if (entry.end - entry.begin != nbytes) {
+      bad("tensor \"", name, "\": data_offsets ", offsets.dump(), " span ", entry.end - entry.begin, " bytes but ",
+          entry.dtype->name, shape.dump(), " needs ", nbytes);
+    }
+    return entry;
+  }
+
+  // The reference implementation requires the tensors to tile the data area exactly.
+  void check_layout(std::vector<Entry> entries, uint64_t data_size) const {
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+    uint64_t covered = 0;
+    const Entry* previous = nullptr;
+    for (const Entry& entry : entries) {
+      if (entry.begin < covered) {
+        bad("tensors \"", previous->name, "\" and \"", entry.name, "\" overlap (bytes ", entry.begin, "..", covered,
+            ")");
+      }
+      if (entry.begin > covered) bad("a gap of ", entry.begin - covered, " bytes before tensor \"", entry.name, "\"");
+      covered = entry.end;
+      previous = &entry;
+    }
+    if (covered != data_size) {
+      bad(data_size - covered, " trailing bytes after the last tensor (the data area is ", data_size, " bytes)");
+    }
+  }
+
+  Tensor read_tensor(int fd, const Entry& entry, uint64_t data_start) const {
+    Tensor tensor = empty(entry.shape, entry.dtype->engine);
+    const uint64_t offset = data_start + entry.begin;
+    if (std::string_view(entry.dtype->name) == "F16") {
+      std::vector<uint16_t> halves(static_cast<size_t>(tensor.numel()));
+      read_exact(fd, halves.data(), offset, entry.end - entry.begin);
+      float* out = tensor.data<float>();
+      for (size_t i = 0; i < halves.size(); ++i) out[i] = half_to_float(halves[i]);
+    } else {
+      read_exact(fd, tensor.raw_data(), offset, entry.end - entry.begin);
+    }
+    return tensor;
+  }
+};
+
+// Writes "<path>.tmp" and renames it over `path` on commit(); removes it otherwise.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path)
+      : path_(path),
+        tmp_path_(path + ".tmp"),
+        file_(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
+    if (file_.get() < 0) bad("cannot create ", tmp_path_, ": ", std::strerror(errno));
+  }
+  ~AtomicFile() {
+    if (!committed_) std::remove(tmp_path_.c_str());
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* src, size_t bytes) {
+    const char* in = static_cast<const char*>(src);
+    while (bytes > 0) {
+      const ssize_t put = ::write(file_.get(), in, std::min<size_t>(bytes, 1u << 30));
+      if (put < 0 && errno == EINTR) continue;
+      if (put < 0) bad("write to ", tmp_path_, " failed: ", std::strerror(errno));
+      in += put;
+      bytes -= static_cast<size_t>(put);
+    }
+  }
+
+  // fsync before rename: otherwise a crash could persist the rename but not the data.
+  void commit() {
+    if (::fsync(file_.get()) != 0) bad("fsync of ", tmp_path_, " failed: ", std::strerror(errno));
+    if (::close(file_.release()) != 0) bad("closing ", tmp_path_, " failed: ", std::strerror(errno));
+    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      bad("renaming ", tmp_path_, " to ", path_, " failed: ", std::strerror(errno));
+    }
+    committed_ = true;
+  }
+
+ private:
+  std::string path_, tmp_path_;
+  FileHandle file_;
+  bool committed_ = false;
+
+  template <class... Parts>
+  [[noreturn]] void bad(const Parts&... parts) const {
+    fail("save_safetensors: ", path_, ": ", parts...);
+  }
+};
+
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) { return Loader(path).load(); }
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  // The reference writes "__metadata__" first and each entry's fields in this order.
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<Tensor> host_tensors;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {  // std::map: sorted by name, byte-wise like the reference
+    check(name != "__metadata__", "save_safetensors: ", path, ": \"__metadata__\" is reserved, not a tensor name");
+    check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
+    Tensor host = tensor.to(Device::cpu());
+    const uint64_t end = offset + host.nbytes();
+    header[name] = {
+        {"dtype", file_dtype_name(path, host.dtype())}, {"shape", host.shape()}, {"data_offsets", {offset, end}}};
+    offset = end;
+    host_tensors.push_back(std::move(host));
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    fail("save_safetensors: ", path, ": a tensor name or metadata string is not valid UTF-8 (", e.what(), ")");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  unsigned char length_bytes[8];
+  for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(uint64_t{text.size()} >> (8 * i));
+  AtomicFile file(path);
+  file.write(length_bytes, 8);
+  file.write(text.data(), text.size());
+  for (const Tensor& host : host_tensors) file.write(host.raw_data(), host.nbytes());
+  file.commit();
+}
+
+}  // namespace mcdl
