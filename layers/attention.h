@@ -1,0 +1,33 @@
+// Multi-head self-attention with DINO's fused qkv projection (vision_transformer.py
+// Attention): qkv.weight [3D, D] holds the query rows 0..D−1, the key rows D..2D−1 and the
+// value rows 2D..3D−1; inside each, head h owns rows h·hd..(h+1)·hd−1 (hd = D / heads).
+// attention = softmax(q·kᵀ · hd^−½) · v per head, heads concatenated, then proj.
+#pragma once
+#include "layers/linear.h"
+
+namespace mcdl {
+
+class Attention : public Module {
+ public:
+  Attention(int64_t dim, int64_t num_heads, bool qkv_bias);
+
+  // x [B, T, D] → [B, T, D].
+  Tensor forward(const Tensor& x) const;
+  // The output for token 0 alone, [B, 1, D]: keys and values for all T tokens, the query of
+  // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query).
+  Tensor forward_first_token(const Tensor& x) const;
+
+  void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
+
+  Linear qkv, proj;
+
+ private:
+  // softmax(q·kᵀ·scale)·v for q [B, H, Tq, hd], k and v [B, H, T, hd], then heads merged
+  // back into [B, Tq, D] and projected.
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v) const;
+
+  int64_t dim_, num_heads_, head_dim_;
+  double scale_;
+};
+
+}  // namespace mcdl

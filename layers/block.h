@@ -1,0 +1,29 @@
+// DINO's pre-norm transformer Block: x + attn(norm1(x)), then x + mlp(norm2(x)) (drop path
+// and dropouts are 0 in the hub model).
+#pragma once
+#include "layers/attention.h"
+#include "layers/layer_norm.h"
+#include "layers/mlp.h"
+
+namespace mcdl {
+
+class Block : public Module {
+ public:
+  Block(int64_t dim, int64_t num_heads, int64_t mlp_hidden_dim, bool qkv_bias, double norm_eps);
+
+  // x [B, T, D] → [B, T, D].
+  Tensor forward(const Tensor& x) const;
+  // The block's output for token 0 (the CLS token) alone, [B, 1, D]: keys and values for all
+  // tokens, the query, attention output, projection and MLP for token 0 only. The same numbers
+  // as forward(x)[:, 0:1] at a fraction of the cost (the last block, when only CLS is used).
+  Tensor forward_first_token(const Tensor& x) const;
+
+  void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
+
+  LayerNorm norm1;
+  Attention attn;
+  LayerNorm norm2;
+  Mlp mlp;
+};
+
+}  // namespace mcdl

@@ -1,0 +1,19 @@
+#include "layers/linear.h"
+
+#include "engine/ops.h"
+
+namespace mcdl {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamInit weight_init)
+    : weight(new_parameter({out_features, in_features})), weight_init_(weight_init) {
+  if (with_bias) bias = new_parameter({out_features});
+}
+
+Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
+
+void Linear::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
+  visit(prefix + "weight", weight, weight_init_);
+  if (bias.defined()) visit(prefix + "bias", bias, ParamInit::constant(0.0));
+}
+
+}  // namespace mcdl

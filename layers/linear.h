@@ -1,0 +1,22 @@
+// nn.Linear: y = x·Wᵀ + b with weight [out, in] and an optional bias [out].
+#pragma once
+#include "layers/module.h"
+
+namespace mcdl {
+
+class Linear : public Module {
+ public:
+  // weight_init: how the weight is drawn (DINO's ViT: trunc_normal(0.02); PyTorch's default:
+  // uniform(1/√in)). The bias, when present, starts at 0 (DINO's _init_weights).
+  Linear(int64_t in_features, int64_t out_features, bool bias, ParamInit weight_init);
+
+  Tensor forward(const Tensor& x) const;  // [..., in] → [..., out]
+  void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
+
+  Tensor weight, bias;  // bias undefined when the layer has none
+
+ private:
+  ParamInit weight_init_;
+};
+
+}  // namespace mcdl

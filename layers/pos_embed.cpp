@@ -1,0 +1,106 @@
+#include "layers/pos_embed.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+
+namespace mcdl {
+namespace {
+
+// ATen's cubic convolution coefficients (UpSample.h get_cubic_upsample_coefficients).
+constexpr double cubic_a = -0.75;
+double cubic_near(double x) { return ((cubic_a + 2) * x - (cubic_a + 3)) * x * x + 1; }                   // |x| ≤ 1
+double cubic_far(double x) { return ((cubic_a * x - 5 * cubic_a) * x + 8 * cubic_a) * x - 4 * cubic_a; }  // 1 < |x| < 2
+
+// For each output position: the four clamped source indices and their weights.
+struct Taps {
+  std::vector<int64_t> index;  // 4 per output position
+  std::vector<double> weight;
+};
+
+Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor) {
+  Taps taps{std::vector<int64_t>(4 * out_size), std::vector<double>(4 * out_size)};
+  const double step = 1.0 / scale_factor;  // area_pixel_compute_scale with a given scale factor
+  for (int64_t o = 0; o < out_size; ++o) {
+    const double source = step * (static_cast<double>(o) + 0.5) - 0.5;  // cubic: not clamped at 0
+    const double floor_source = std::floor(source);
+    const double t = source - floor_source;
+    const int64_t base = static_cast<int64_t>(floor_source);
+    const double w[4] = {cubic_far(t + 1), cubic_near(t), cubic_near(1 - t), cubic_far(2 - t)};
+    for (int64_t k = 0; k < 4; ++k) {
+      taps.index[4 * o + k] = std::clamp<int64_t>(base - 1 + k, 0, in_size - 1);
+      taps.weight[4 * o + k] = w[k];
+    }
+  }
+  return taps;
+}
+
+}  // namespace
+
+std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
+                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w) {
+  check(in_h > 0 && in_w > 0 && scale_h > 0 && scale_w > 0, "bicubic_resize: bad input ", in_h, "x", in_w, " or scale ",
+        scale_h, "x", scale_w);
+  check(static_cast<int64_t>(planes.size()) == channels * in_h * in_w, "bicubic_resize: ", planes.size(),
+        " values do not fill ", channels, " planes of ", in_h, "x", in_w);
+  // ATen compute_output_size: floor(input size · scale factor), in double.
+  out_h = static_cast<int64_t>(std::floor(static_cast<double>(in_h) * scale_h));
+  out_w = static_cast<int64_t>(std::floor(static_cast<double>(in_w) * scale_w));
+  check(out_h > 0 && out_w > 0, "bicubic_resize: scale ", scale_h, "x", scale_w, " gives an empty output from ", in_h,
+        "x", in_w);
+  const Taps rows = cubic_taps(in_h, out_h, scale_h), cols = cubic_taps(in_w, out_w, scale_w);
+  std::vector<double> out(static_cast<size_t>(channels * out_h * out_w));
+  for (int64_t c = 0; c < channels; ++c) {
+    const double* plane = planes.data() + c * in_h * in_w;
+    for (int64_t oy = 0; oy < out_h; ++oy)
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        double value = 0;
+        for (int64_t i = 0; i < 4; ++i) {
+          const double* row = plane + rows.index[4 * oy + i] * in_w;
+          double row_value = 0;
+          for (int64_t j = 0; j < 4; ++j) row_value += cols.weight[4 * ox + j] * row[cols.index[4 * ox + j]];
+          value += rows.weight[4 * oy + i] * row_value;
+        }
+        out[static_cast<size_t>((c * out_h + oy) * out_w + ox)] = value;
+      }
+  }
+  return out;
+}
+
+Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch) {
+  check(pos_embed.dim() == 3 && pos_embed.size(0) == 1 && pos_embed.size(1) >= 2,
+        "interpolate_pos_encoding: expected pos_embed [1, 1 + N, D], got ", pos_embed.str());
+  const int64_t n = pos_embed.size(1) - 1, d = pos_embed.size(2);
+  const int64_t grid_h = image_h / patch, grid_w = image_w / patch;
+  if (grid_h * grid_w == n && image_h == image_w) return pos_embed;
+
+  const auto g = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  check(g * g == n, "interpolate_pos_encoding: pos_embed ", pos_embed.str(), " does not hold a square grid of patches");
+  check(!pos_embed.requires_grad() || !grad_enabled(), "interpolate_pos_encoding: resizing pos_embed for a ", image_h,
+        "x", image_w, " input is not differentiable; pos_embed must be frozen (requires_grad off)");
+  // DINO: w0 = w // patch + 0.1 with "w" the image height (dim 2), scale = w0 / sqrt(N).
+  const double scale_h = (static_cast<double>(grid_h) + 0.1) / std::sqrt(static_cast<double>(n));
+  const double scale_w = (static_cast<double>(grid_w) + 0.1) / std::sqrt(static_cast<double>(n));
+
+  const std::vector<double> table = pos_embed.to_vector<double>();  // [1 + g², D]
+  std::vector<double> planes(static_cast<size_t>(d * n));           // [D, g, g] (NCHW)
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t c = 0; c < d; ++c)
+      planes[static_cast<size_t>(c * n + p)] = table[static_cast<size_t>((1 + p) * d + c)];
+  int64_t out_h = 0, out_w = 0;
+  const std::vector<double> resized = bicubic_resize(planes, d, g, g, scale_h, scale_w, out_h, out_w);
+  check(out_h == grid_h && out_w == grid_w, "interpolate_pos_encoding: resized grid ", out_h, "x", out_w,
+        " does not match the ", grid_h, "x", grid_w, " patches of the input");  // DINO's assert
+
+  const int64_t m = out_h * out_w;
+  std::vector<double> result(static_cast<size_t>((1 + m) * d));
+  std::copy(table.begin(), table.begin() + d, result.begin());  // the class embedding
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d; ++c)
+      result[static_cast<size_t>((1 + p) * d + c)] = resized[static_cast<size_t>(c * m + p)];
+  return from_vector(result, {1, 1 + m, d}).to(pos_embed.dtype()).to(pos_embed.device());
+}
+
+}  // namespace mcdl

@@ -1,0 +1,29 @@
+// Position-embedding interpolation for inputs other than the pretraining size, exactly as
+// DINO's VisionTransformer.interpolate_pos_encoding (vision_transformer.py):
+//   - identity when the patch count equals the pretraining grid's and the image is square;
+//   - otherwise the [g, g] grid of patch embeddings is resized with PyTorch's bicubic
+//     F.interpolate (A = −0.75, align_corners=False, border-clamped taps, no antialiasing)
+//     using scale_factor = ((H/P + 0.1)/g, (W/P + 0.1)/g) — the "+0.1 trick" of DINO issue #8;
+//     the scale factor itself maps coordinates: src = (dst + 0.5)/scale − 0.5;
+//   - the class embedding is kept in front.
+// pos_embed is a frozen parameter, so the resize runs on the host (in double) and the result is
+// copied to pos_embed's device; it is not differentiable.
+#pragma once
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace mcdl {
+
+// PyTorch F.interpolate(x, scale_factor=(scale_h, scale_w), mode='bicubic',
+// align_corners=False) of `channels` planes [in_h, in_w] (row-major, channel-major) into
+// [out_h, out_w] with out = floor(in·scale).
+std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
+                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w);
+
+// pos_embed [1, 1 + g², D] for an image of image_h × image_w pixels cut into patch × patch
+// patches → [1, 1 + (image_h/patch)·(image_w/patch), D]; returns pos_embed itself when no
+// interpolation is needed.
+Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch);
+
+}  // namespace mcdl

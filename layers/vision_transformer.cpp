@@ -1,0 +1,80 @@
+#include "layers/vision_transformer.h"
+
+#include <optional>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "layers/pos_embed.h"
+
+namespace mcdl {
+namespace {
+const VitConfig& validated(const VitConfig& config) {
+  config.validate();
+  return config;
+}
+}  // namespace
+
+VisionTransformer::VisionTransformer(const VitConfig& config)
+    : cls_token(new_parameter({1, 1, validated(config).embed_dim})),
+      pos_embed(new_parameter({1, 1 + config.num_patches(), config.embed_dim})),
+      patch_embed(config.in_chans, config.embed_dim, config.patch_size),
+      norm(config.embed_dim, config.norm_eps),
+      config_(config) {
+  blocks.reserve(static_cast<size_t>(config.depth));
+  for (int64_t i = 0; i < config.depth; ++i)
+    blocks.emplace_back(config.embed_dim, config.num_heads, config.mlp_hidden_dim(), config.qkv_bias, config.norm_eps);
+}
+
+Tensor VisionTransformer::prepare_tokens(const Tensor& images) {
+  Tensor patches = patch_embed.forward(images);  // [B, N, D]
+  const int64_t b = patches.size(0);
+  // cls_token.expand(B, -1, -1) as B references to the one parameter (gradients add up).
+  std::vector<Tensor> parts(static_cast<size_t>(b), cls_token);
+  Tensor tokens = concat({concat(parts, 0), patches}, 1);
+  return tokens + interpolate_pos_encoding(pos_embed, images.size(2), images.size(3), config_.patch_size);
+}
+
+Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, size_t& end) {
+  end = 0;
+  while (end < limit && !blocks[end].any_trainable()) ++end;
+  const bool needs_grad =
+      images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() || patch_embed.any_trainable();
+  std::optional<NoGradGuard> no_grad;
+  if (!needs_grad) no_grad.emplace();
+  Tensor x = prepare_tokens(images);
+  for (size_t i = 0; i < end; ++i) x = blocks[i].forward(x);
+  return x;
+}
+
+Tensor VisionTransformer::forward(const Tensor& images) {
+  size_t next = 0;
+  Tensor x = run_frozen_prefix(images, blocks.size() - 1, next);
+  for (; next + 1 < blocks.size(); ++next) x = blocks[next].forward(x);
+  Tensor cls = blocks.back().forward_first_token(x);  // [B, 1, D]
+  return reshape(norm.forward(cls), {cls.size(0), cls.size(2)});
+}
+
+Tensor VisionTransformer::forward_tokens(const Tensor& images) {
+  size_t next = 0;
+  Tensor x = run_frozen_prefix(images, blocks.size(), next);
+  for (; next < blocks.size(); ++next) x = blocks[next].forward(x);
+  return norm.forward(x);
+}
+
+void VisionTransformer::set_grad_from_block(int64_t grad_from_block) {
+  check(grad_from_block >= 0, "set_grad_from_block: block index must be >= 0, got ", grad_from_block);
+  set_requires_grad(false);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    if (static_cast<int64_t>(i) >= grad_from_block) blocks[i].set_requires_grad(true);
+}
+
+void VisionTransformer::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
+  visit(prefix + "cls_token", cls_token, ParamInit::trunc_normal(0.02));
+  visit(prefix + "pos_embed", pos_embed, ParamInit::trunc_normal(0.02));
+  patch_embed.visit_parameters(prefix + "patch_embed.", visit);
+  for (size_t i = 0; i < blocks.size(); ++i)
+    blocks[i].visit_parameters(prefix + "blocks." + std::to_string(i) + ".", visit);
+  norm.visit_parameters(prefix + "norm.", visit);
+}
+
+}  // namespace mcdl

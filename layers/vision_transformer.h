@@ -1,0 +1,73 @@
+// DINO's VisionTransformer (facebookresearch/dino vision_transformer.py) as the backbone:
+// patch embedding → CLS token in front → + position embedding (interpolated for other input
+// sizes) → pre-norm blocks → final LayerNorm → the CLS token, [B, D].
+//
+// Parameter names and order = DINO's state_dict():
+//   cls_token                      [1, 1, D]
+//   pos_embed                      [1, 1 + N, D]
+//   patch_embed.proj.weight        [D, C, P, P]
+//   patch_embed.proj.bias          [D]
+//   blocks.{i}.norm1.weight/bias   [D]
+//   blocks.{i}.attn.qkv.weight     [3D, D]  rows [0, D) = Q, [D, 2D) = K, [2D, 3D) = V;
+//                                           head h owns rows h·hd..(h+1)·hd−1 of each
+//   blocks.{i}.attn.qkv.bias       [3D]     (only with qkv_bias)
+//   blocks.{i}.attn.proj.weight    [D, D], .bias [D]
+//   blocks.{i}.norm2.weight/bias   [D]
+//   blocks.{i}.mlp.fc1.weight      [M, D], .bias [M]
+//   blocks.{i}.mlp.fc2.weight      [D, M], .bias [D]
+//   norm.weight/bias               [D]
+// Initialisation (Module::initialize) follows DINO: trunc_normal(0.02) for cls_token,
+// pos_embed and every Linear weight, zero Linear biases, LayerNorm 1 / 0, the patch conv at
+// PyTorch's default U(±1/√(C·P·P)) for weight and bias.
+//
+// Freezing (GCD / SimGCD): set_grad_from_block(b) trains blocks.{i}.* for i ≥ b only;
+// patch_embed, cls_token, pos_embed, blocks below b and the final norm are frozen. Everything
+// before the first trainable block runs under NoGradGuard when nothing there needs a gradient
+// (no graph is recorded for frozen blocks).
+#pragma once
+#include <vector>
+
+#include "layers/block.h"
+#include "layers/layer_norm.h"
+#include "layers/patch_embed.h"
+#include "layers/vit_config.h"
+
+namespace mcdl {
+
+class VisionTransformer : public Module {
+ public:
+  // Allocates every parameter on the CPU in f32, uninitialised: call initialize(seed) or
+  // load_parameters() next. (Listing names and shapes needs neither.) Every parameter starts
+  // with requires_grad set, as in PyTorch.
+  explicit VisionTransformer(const VitConfig& config);
+
+  const VitConfig& config() const { return config_; }
+
+  // images [B, C, H, W] (H, W multiples of the patch size) → the CLS token after the final
+  // norm, [B, D]. The last block runs only for the CLS token (Block::forward_first_token).
+  Tensor forward(const Tensor& images);
+  // Every token after the final norm, [B, 1 + N, D], with full blocks throughout (the
+  // reference for forward()).
+  Tensor forward_tokens(const Tensor& images);
+  // Patch tokens with the CLS token in front, plus the position embedding: [B, 1 + N, D].
+  Tensor prepare_tokens(const Tensor& images);
+
+  // Freezing rule of GCD / SimGCD (see above); grad_from_block ≥ depth freezes the backbone.
+  void set_grad_from_block(int64_t grad_from_block);
+
+  void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
+
+  Tensor cls_token, pos_embed;
+  PatchEmbed patch_embed;
+  std::vector<Block> blocks;
+  LayerNorm norm;
+
+ private:
+  // Runs prepare_tokens and blocks [0, end), under NoGradGuard when nothing there needs a
+  // gradient; `end` = the first block with a trainable parameter, at most `limit`.
+  Tensor run_frozen_prefix(const Tensor& images, size_t limit, size_t& end);
+
+  VitConfig config_;
+};
+
+}  // namespace mcdl
