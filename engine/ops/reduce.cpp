@@ -47,8 +47,8 @@ Tensor cuda_scratch(const ReduceGeometry& geo, DType dtype, Device device) {
 }
 
 template <class T>
-T* scratch_ptr(Tensor& scratch) {
-  return scratch.defined() ? scratch.ptr<T>() : nullptr;
+T* ptr_or_null(Tensor& t) {
+  return t.defined() ? t.ptr<T>() : nullptr;
 }
 
 // Sum (divisor 1) or mean (divisor len) over the middle of the geometry.
@@ -65,7 +65,7 @@ Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, doub
       Tensor scratch = cuda_scratch(geo, DType::f64, a.device());
       dispatch_floating(a.dtype(), op, [&](auto zero) {
         using T = decltype(zero);
-        cuda::sum_axis(a.ptr<T>(), out.ptr<T>(), geo.outer, geo.len, geo.inner, divisor, scratch_ptr<double>(scratch));
+        cuda::sum_axis(a.ptr<T>(), out.ptr<T>(), geo.outer, geo.len, geo.inner, divisor, ptr_or_null<double>(scratch));
       });
       break;
     }
@@ -90,27 +90,33 @@ Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, doub
   return out;
 }
 
-// The maximum over the middle of the geometry; the gradient goes to the first maximal element.
-Tensor max_over(const char* op, const Tensor& a, const ReduceGeometry& geo) {
-  Tensor out = empty(geo.out_shape, a.dtype(), a.device());
-  Tensor index = empty(geo.out_shape, DType::i64, a.device());
+// The position of the first maximum over the middle of the geometry into index, and its value
+// into values where that is defined.
+void max_positions(const char* op, const Tensor& a, const ReduceGeometry& geo, Tensor& values, Tensor& index) {
   switch (a.device().type) {
     case DeviceType::cpu:
       dispatch_floating(a.dtype(), op, [&](auto zero) {
         using T = decltype(zero);
-        cpu::max_axis(a.data<T>(), out.data<T>(), index.data<int64_t>(), geo.outer, geo.len, geo.inner);
+        cpu::max_axis(a.data<T>(), ptr_or_null<T>(values), index.data<int64_t>(), geo.outer, geo.len, geo.inner);
       });
       break;
     case DeviceType::cuda: {
       Tensor scratch = cuda_scratch(geo, DType::i64, a.device());
       dispatch_floating(a.dtype(), op, [&](auto zero) {
         using T = decltype(zero);
-        cuda::max_axis(a.ptr<T>(), out.ptr<T>(), index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
-                       scratch_ptr<int64_t>(scratch));
+        cuda::max_axis(a.ptr<T>(), ptr_or_null<T>(values), index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
+                       ptr_or_null<int64_t>(scratch));
       });
       break;
     }
   }
+}
+
+// The maximum over the middle of the geometry; the gradient goes to the first maximal element.
+Tensor max_over(const char* op, const Tensor& a, const ReduceGeometry& geo) {
+  Tensor out = empty(geo.out_shape, a.dtype(), a.device());
+  Tensor index = empty(geo.out_shape, DType::i64, a.device());
+  max_positions(op, a, geo, out, index);
   record(out, op, {a}, [op, geo, index](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
@@ -158,23 +164,8 @@ Tensor max(const Tensor& a, int64_t axis, bool keepdim) {
 Tensor argmax(const Tensor& a, int64_t axis, bool keepdim) {
   const ReduceGeometry geo = axis_geometry("argmax", a, axis, keepdim);
   Tensor index = empty(geo.out_shape, DType::i64, a.device());
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), "argmax", [&](auto zero) {
-        using T = decltype(zero);
-        cpu::max_axis<T>(a.data<T>(), nullptr, index.data<int64_t>(), geo.outer, geo.len, geo.inner);
-      });
-      break;
-    case DeviceType::cuda: {
-      Tensor scratch = cuda_scratch(geo, DType::i64, a.device());
-      dispatch_floating(a.dtype(), "argmax", [&](auto zero) {
-        using T = decltype(zero);
-        cuda::max_axis<T>(a.ptr<T>(), nullptr, index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
-                          scratch_ptr<int64_t>(scratch));
-      });
-      break;
-    }
-  }
+  Tensor no_values;
+  max_positions("argmax", a, geo, no_values, index);
   return index;
 }
 

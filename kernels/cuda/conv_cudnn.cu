@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/runtime.h"
 
 #ifdef __CUDACC__
@@ -302,11 +302,6 @@ bool run_forward(const T* x, const T* w, T* y, const PatchGrid& g, int64_t out_c
   return true;
 }
 
-template <class T>
-__global__ void add_channel_bias_kernel(const T* bias, T* y, int64_t n, int64_t channels, int64_t spatial) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) y[i] += bias[(i / spatial) % channels];
-}
-
 }  // namespace
 
 bool conv2d_patch_cudnn(const float* x, const float* w, float* y, const PatchGrid& grid, int64_t out_channels,
@@ -319,16 +314,5 @@ bool conv2d_patch_cudnn(const double* x, const double* w, double* y, const Patch
                         GemmMode) {
   return run_forward(x, w, y, grid, out_channels, true);
 }
-
-template <class T>
-void add_channel_bias(const T* bias, T* y, int64_t batch, int64_t channels, int64_t spatial) {
-  const int64_t n = batch * channels * spatial;
-  if (n > 0)
-    launch(add_channel_bias_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, y, n,
-           channels, spatial);
-}
-
-template void add_channel_bias<float>(const float*, float*, int64_t, int64_t, int64_t);
-template void add_channel_bias<double>(const double*, double*, int64_t, int64_t, int64_t);
 
 }  // namespace mcdl::cuda

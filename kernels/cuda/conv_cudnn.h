@@ -1,5 +1,5 @@
-// The patch-embedding convolution's forward through cuDNN's graph (backend) API, and the bias
-// broadcast that follows it. Plain C++: engine code includes it.
+// The patch-embedding convolution's forward through cuDNN's graph (backend) API (its bias:
+// add_channel_bias, linalg.h). Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
 
@@ -19,9 +19,5 @@ bool conv2d_patch_cudnn(const float* x, const float* w, float* y, const PatchGri
                         GemmMode mode);
 bool conv2d_patch_cudnn(const double* x, const double* w, double* y, const PatchGrid& grid, int64_t out_channels,
                         GemmMode mode);
-
-// y [B, O, L] += bias[o] everywhere in channel o.
-template <class T>
-void add_channel_bias(const T* bias, T* y, int64_t batch, int64_t channels, int64_t spatial);
 
 }  // namespace mcdl::cuda

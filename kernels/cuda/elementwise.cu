@@ -7,20 +7,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/map_bodies.h"
 
 namespace mcdl::cuda {
 namespace {
-
-// float math for float data (as std::exp(float) on the CPU), double math for double.
-__device__ __forceinline__ float exp_of(float x) { return expf(x); }
-__device__ __forceinline__ double exp_of(double x) { return exp(x); }
-__device__ __forceinline__ float log_of(float x) { return logf(x); }
-__device__ __forceinline__ double log_of(double x) { return log(x); }
-__device__ __forceinline__ float sqrt_of(float x) { return sqrtf(x); }
-__device__ __forceinline__ double sqrt_of(double x) { return sqrt(x); }
-__device__ __forceinline__ float pow_of(float x, float p) { return powf(x, p); }
-__device__ __forceinline__ double pow_of(double x, double p) { return pow(x, p); }
 
 // ---- unary ops: the formulas of kernels/cpu/elementwise.h, forward(x) and backward(g, x, y) ----
 
@@ -178,63 +170,26 @@ __device__ __forceinline__ T partial(T g, T x, T y) {
   }
 }
 
+// The partial derivative for one operand as a GradMap partial (map_bodies.h).
+template <Operand side, class Op>
+struct BinaryPartial {
+  static constexpr bool uses_a = Op::uses_inputs, uses_b = Op::uses_inputs;
+  template <class T>
+  __device__ __forceinline__ T operator()(T g, T a, T b) const {
+    return partial<side, Op>(g, a, b);
+  }
+};
+
 // A sum computed in double, written as the CPU's detail::write_sum does.
 template <class T>
 __device__ __forceinline__ void write_sum(T* dst, double s, bool overwrite) {
   *dst = overwrite ? static_cast<T>(s) : static_cast<T>(*dst + s);
 }
 
-// ---- unary and same-shape / row-broadcast kernels (map bodies, elementwise_launch.h) ----------
-// Vectorised: 16-byte packs and several packs in flight per thread; the per-element formulas are
-// unchanged, so results are the same bits as element by element.
-
-template <class T, class Op>
-struct UnaryForward {
-  using value_type = T;
-  static constexpr int loads = 1;
-  const T* x;
-  T* y;
-  Op op;
-  template <int P>
-  __device__ void load(int64_t i, Pack<T, P>* in) const {
-    in[0] = load_pack<P>(x + i);
-  }
-  template <int P>
-  __device__ void store(int64_t i, const Pack<T, P>* in) const {
-    Pack<T, P> out;
-    MCDL_UNROLL
-    for (int k = 0; k < P; ++k) out.v[k] = op.forward(in[0].v[k]);
-    store_pack<P>(y + i, out);
-  }
-};
-
-// Streams: g, x (if the op reads it), y (likewise), dx (when accumulating).
-template <class T, class Op>
-struct UnaryBackward {
-  using value_type = T;
-  static constexpr int loads = 4;
-  const T *g, *x, *y;
-  T* dx;
-  bool overwrite;
-  Op op;
-  template <int P>
-  __device__ void load(int64_t i, Pack<T, P>* in) const {
-    in[0] = load_pack<P>(g + i);
-    if constexpr (Op::uses_input) in[1] = load_pack<P>(x + i);
-    if constexpr (Op::uses_output) in[2] = load_pack<P>(y + i);
-    if (!overwrite) in[3] = load_pack<P>(dx + i);
-  }
-  template <int P>
-  __device__ void store(int64_t i, const Pack<T, P>* in) const {
-    Pack<T, P> out;
-    MCDL_UNROLL
-    for (int k = 0; k < P; ++k) {
-      const T value = op.backward(in[0].v[k], in[1].v[k], in[2].v[k]);
-      out.v[k] = overwrite ? value : in[3].v[k] + value;
-    }
-    store_pack<P>(dx + i, out);
-  }
-};
+// ---- same-shape / row-broadcast kernels (map bodies, elementwise_launch.h) ---------------------
+// Vectorised as those of map_bodies.h. b is read at b_index(i): i (same shape) or the column of
+// i (b [cols] repeated over rows; packs never straddle rows because the launcher vectorises only
+// when cols % W == 0).
 
 // The column of flat index i in rows of `cols`: a 32-bit division when every index fits (a
 // fraction of the instructions of the 64-bit one, which the GPU does in software).
@@ -248,28 +203,17 @@ struct ColumnOf {
 
 ColumnOf column_of(int64_t n, int64_t cols) { return {cols, n <= int64_t{0xffffffff}}; }
 
-// b is read at i (same shape) or, when `repeated`, at column(i) (b [cols] repeated over rows;
-// packs never straddle rows because the launcher vectorises only when cols % W == 0).
-template <bool repeated>
-__device__ __forceinline__ int64_t b_index(int64_t i, const ColumnOf& column) {
-  if constexpr (repeated) {
-    return column(i);
-  } else {
-    return i;
-  }
-}
-
-template <bool repeated, class Op, class T>
+template <class Op, class T, class BIndex = SameIndex>
 struct BinaryForward {
   using value_type = T;
   static constexpr int loads = 2;
   const T *a, *b;
   T* out;
-  ColumnOf column;
+  BIndex b_index{};
   template <int P>
   __device__ void load(int64_t i, Pack<T, P>* in) const {
     in[0] = load_pack<P>(a + i);
-    in[1] = load_pack<P>(b + b_index<repeated>(i, column));
+    in[1] = load_pack<P>(b + b_index(i));
   }
   template <int P>
   __device__ void store(int64_t i, const Pack<T, P>* in) const {
@@ -280,42 +224,35 @@ struct BinaryForward {
   }
 };
 
-// Gradient of an operand of the output's size (same shape, or a of binary_rows). Streams: g,
-// a and b (if the op reads them), dst (when accumulating).
-template <bool repeated, Operand side, class Op, class T>
-struct BinaryGradFull {
-  using value_type = T;
-  static constexpr int loads = 4;
-  const T *g, *a, *b;
-  T* dst;
-  ColumnOf column;
-  bool overwrite;
-  template <int P>
-  __device__ void load(int64_t i, Pack<T, P>* in) const {
-    in[0] = load_pack<P>(g + i);
-    if constexpr (Op::uses_inputs) {
-      in[1] = load_pack<P>(a + i);
-      in[2] = load_pack<P>(b + b_index<repeated>(i, column));
-    }
-    if (!overwrite) in[3] = load_pack<P>(dst + i);
-  }
-  template <int P>
-  __device__ void store(int64_t i, const Pack<T, P>* in) const {
-    Pack<T, P> result;
-    MCDL_UNROLL
-    for (int k = 0; k < P; ++k) {
-      const T value = partial<side, Op>(in[0].v[k], in[1].v[k], in[2].v[k]);
-      result.v[k] = overwrite ? value : in[3].v[k] + value;
-    }
-    store_pack<P>(dst + i, result);
-  }
-};
-
 // Whether rows of `cols` hold whole packs, so that no pack of the rows layout straddles two rows
 // (the layout then goes in packs when the pointers are aligned too).
 template <class T>
 bool whole_packs_per_row(int64_t cols) {
   return cols % pack_width<T> == 0;
+}
+
+// out = op(a, b) over n elements, b read at b_index; in packs when `packable` and the pointers
+// are aligned.
+template <class T, class BIndex>
+void launch_binary(BinaryOp op, const T* a, const T* b, T* out, int64_t n, BIndex b_index, bool packable) {
+  with_binary_op(op, [&](auto binary) {
+    launch_map(BinaryForward<decltype(binary), T, BIndex>{a, b, out, b_index}, n,
+               packable && packs_aligned(a, b, out));
+  });
+}
+
+// dst (=|+=) the partial derivative for `side` over n elements of the output's size, b read at
+// b_index; in packs when `packable` and the pointers are aligned.
+template <class T, class BIndex>
+void launch_binary_grad(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t n,
+                        bool overwrite, BIndex b_index, bool packable) {
+  with_binary_grad(op, side, [&](auto binary, auto which) {
+    using Op = decltype(binary);
+    const T* as = Op::uses_inputs ? a : nullptr;
+    const T* bs = Op::uses_inputs ? b : nullptr;
+    launch_map(GradMap<T, BinaryPartial<decltype(which)::value, Op>, BIndex>{g, as, bs, dst, overwrite, {}, b_index},
+               n, packable && packs_aligned(g, as, bs, dst));
+  });
 }
 
 // ---- general broadcasting ---------------------------------------------------------------------
@@ -463,35 +400,22 @@ void sum_targets(const View& view, T* dst, int64_t targets, int64_t length, bool
 
 template <class T>
 void unary_forward(UnaryFn fn, const T* x, T* y, int64_t n) {
-  with_unary_op(fn, [&](auto op) {
-    launch_map(UnaryForward<T, decltype(op)>{x, y, op}, n, packs_aligned(x, y));
-  });
+  with_unary_op(fn, [&](auto op) { unary_map_forward(op, x, y, n); });
 }
 
 template <class T>
 void unary_backward(UnaryFn fn, const T* g, const T* x, const T* y, T* dx, int64_t n, bool overwrite) {
-  with_unary_op(fn, [&](auto op) {
-    using Op = decltype(op);
-    const T* xs = Op::uses_input ? x : nullptr;
-    const T* ys = Op::uses_output ? y : nullptr;
-    launch_map(UnaryBackward<T, Op>{g, xs, ys, dx, overwrite, op}, n, packs_aligned(g, xs, ys, dx));
-  });
+  with_unary_op(fn, [&](auto op) { unary_map_backward(op, g, x, y, dx, n, overwrite); });
 }
 
 template <class T>
 void binary_same(BinaryOp op, const T* a, const T* b, T* out, int64_t n) {
-  with_binary_op(op, [&](auto binary) {
-    launch_map(BinaryForward<false, decltype(binary), T>{a, b, out, column_of(n, n)}, n, packs_aligned(a, b, out));
-  });
+  launch_binary(op, a, b, out, n, SameIndex{}, true);
 }
 
 template <class T>
 void binary_rows(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  with_binary_op(op, [&](auto binary) {
-    launch_map(BinaryForward<true, decltype(binary), T>{a, b, out, column_of(n, cols)}, n,
-               whole_packs_per_row<T>(cols) && packs_aligned(a, b, out));
-  });
+  launch_binary(op, a, b, out, rows * cols, column_of(rows * cols, cols), whole_packs_per_row<T>(cols));
 }
 
 template <class T>
@@ -513,26 +437,14 @@ void binary_strided(BinaryOp op, const T* a, const int64_t* a_strides, const T* 
 template <class T>
 void binary_grad_same(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t n,
                       bool overwrite) {
-  with_binary_grad(op, side, [&](auto binary, auto which) {
-    using Op = decltype(binary);
-    const T* as = Op::uses_inputs ? a : nullptr;
-    const T* bs = Op::uses_inputs ? b : nullptr;
-    launch_map(BinaryGradFull<false, decltype(which)::value, Op, T>{g, as, bs, dst, column_of(n, n), overwrite}, n,
-               packs_aligned(g, as, bs, dst));
-  });
+  launch_binary_grad(op, side, g, a, b, dst, n, overwrite, SameIndex{}, true);
 }
 
 template <class T>
 void binary_grad_rows_full(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t rows,
                            int64_t cols, bool overwrite) {
-  const int64_t n = rows * cols;
-  with_binary_grad(op, side, [&](auto binary, auto which) {
-    using Op = decltype(binary);
-    const T* as = Op::uses_inputs ? a : nullptr;
-    const T* bs = Op::uses_inputs ? b : nullptr;
-    launch_map(BinaryGradFull<true, decltype(which)::value, Op, T>{g, as, bs, dst, column_of(n, cols), overwrite}, n,
-               whole_packs_per_row<T>(cols) && packs_aligned(g, as, bs, dst));
-  });
+  launch_binary_grad(op, side, g, a, b, dst, rows * cols, overwrite, column_of(rows * cols, cols),
+                     whole_packs_per_row<T>(cols));
 }
 
 template <class T>

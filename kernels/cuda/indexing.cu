@@ -1,14 +1,15 @@
 #include "kernels/cuda/indexing.h"
 
 #include <algorithm>
+#include <cstdint>
 
+#include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/elementwise_launch.h"
 
 namespace mcdl::cuda {
 namespace {
 
-constexpr unsigned full_warp = 0xffffffffu;
 constexpr unsigned warp_size = 32;
 
 // A thread's first bad position is its smallest (its positions ascend); the integer atomicMin
@@ -44,25 +45,14 @@ __global__ void scatter_add_rows_kernel(const T* grad, const int64_t* row_starts
   }
 }
 
-struct Sum {
-  __device__ int64_t operator()(int64_t a, int64_t b) const { return a + b; }
-};
 struct Min {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return b < a ? b : a; }
 };
 
-// Combines one value per thread over the block (any blockDim that is a multiple of 32); every
-// thread gets the result. scratch: 32 shared int64s.
-template <class Op>
-__device__ int64_t block_reduce(int64_t value, int64_t* scratch, Op op) {
-  for (unsigned offset = warp_size / 2; offset > 0; offset /= 2)
-    value = op(value, __shfl_xor_sync(full_warp, value, offset));
-  if (threadIdx.x % warp_size == 0) scratch[threadIdx.x / warp_size] = value;
-  __syncthreads();
-  int64_t result = scratch[0];
-  for (unsigned w = 1; w < blockDim.x / warp_size; ++w) result = op(result, scratch[w]);
-  __syncthreads();  // scratch is reused by the caller's next call
-  return result;
+// The minimum of one value per thread over the block, to every thread (as block_sum; integers,
+// so exact in any order). scratch: 32 shared int64s.
+__device__ int64_t block_min(int64_t value, int64_t* scratch) {
+  return block_reduce(value, int64_t{INT64_MAX}, scratch, Min{});
 }
 
 // The exclusive prefix sum of one value per thread in thread order; *total gets the block's
@@ -104,8 +94,8 @@ __global__ void mask_count_kernel(const uint8_t* mask, int64_t n, int64_t span, 
     selected += value != 0;
     if (value > 1 && invalid == n) invalid = i;
   }
-  selected = block_reduce(selected, scratch, Sum{});
-  invalid = block_reduce(invalid, scratch, Min{});
+  selected = block_sum(selected, scratch);
+  invalid = block_min(invalid, scratch);
   if (threadIdx.x == 0) {
     summary[2 + blockIdx.x] = selected;
     summary[2 + mask_scan_max_blocks + blockIdx.x] = invalid;
@@ -124,7 +114,7 @@ __global__ void mask_offsets_kernel(int64_t n, int64_t blocks, int64_t* summary)
     const int64_t offset = block_exclusive_scan(exists ? summary[2 + b] : 0, scratch, &tile_total);
     if (exists) summary[2 + b] = carry + offset;
     carry += tile_total;
-    invalid = min(invalid, block_reduce(exists ? summary[2 + mask_scan_max_blocks + b] : n, scratch, Min{}));
+    invalid = min(invalid, block_min(exists ? summary[2 + mask_scan_max_blocks + b] : n, scratch));
   }
   if (threadIdx.x == 0) {
     summary[0] = carry;

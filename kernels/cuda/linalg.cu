@@ -12,9 +12,22 @@ __global__ void broadcast_rows_kernel(const T* bias, T* out, int64_t n, int64_t 
   for (int64_t i = grid_index(); i < n; i += grid_stride()) out[i] = bias[i % cols];
 }
 
+// out [B, O, L] = bias[o] (overwrite) or += bias[o] in channel o.
 template <class T>
-__global__ void fill_channels_kernel(const T* bias, T* out, int64_t n, int64_t channels, int64_t spatial) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) out[i] = bias[(i / spatial) % channels];
+__global__ void channel_bias_kernel(const T* bias, T* out, int64_t n, int64_t channels, int64_t spatial,
+                                    bool overwrite) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
+    const T value = bias[(i / spatial) % channels];
+    out[i] = overwrite ? value : out[i] + value;
+  }
+}
+
+template <class T>
+void channel_bias(const T* bias, T* out, int64_t batch, int64_t channels, int64_t spatial, bool overwrite) {
+  const int64_t n = batch * channels * spatial;
+  if (n > 0)
+    launch(channel_bias_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n,
+           channels, spatial, overwrite);
 }
 
 // One block per group g: out[g] (=|+=) Σ_{o < outer} Σ_{i < inner} in[o·outer_stride +
@@ -106,15 +119,19 @@ __global__ void col2im_kernel(const T* cols, T* x, PatchGrid g, int64_t n, bool 
 template <class T>
 void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
-  if (n > 0) launch(broadcast_rows_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n, cols);
+  if (n > 0)
+    launch(broadcast_rows_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n,
+           cols);
 }
 
 template <class T>
 void fill_channels(const T* bias, T* out, int64_t batch, int64_t channels, int64_t spatial) {
-  const int64_t n = batch * channels * spatial;
-  if (n > 0)
-    launch(fill_channels_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n,
-           channels, spatial);
+  channel_bias(bias, out, batch, channels, spatial, true);
+}
+
+template <class T>
+void add_channel_bias(const T* bias, T* y, int64_t batch, int64_t channels, int64_t spatial) {
+  channel_bias(bias, y, batch, channels, spatial, false);
 }
 
 template <class T>
@@ -142,7 +159,8 @@ void channel_sums(const T* grad, T* out, int64_t batch, int64_t channels, int64_
 template <class T>
 void im2col_patches(const T* x, T* cols, const PatchGrid& grid) {
   const int64_t n = grid.batch * grid.patches() * grid.patch_size();
-  if (n > 0) launch(im2col_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), x, cols, grid, n);
+  if (n > 0)
+    launch(im2col_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), x, cols, grid, n);
 }
 
 template <class T>
@@ -156,6 +174,7 @@ void col2im_patches(const T* cols, T* x, const PatchGrid& grid, bool overwrite) 
 #define MCDL_INSTANTIATE_LINALG(T)                                                          \
   template void broadcast_rows<T>(const T*, T*, int64_t, int64_t);                          \
   template void fill_channels<T>(const T*, T*, int64_t, int64_t, int64_t);                  \
+  template void add_channel_bias<T>(const T*, T*, int64_t, int64_t, int64_t);               \
   template void column_sums<T>(const T*, T*, int64_t, int64_t, bool);                       \
   template void channel_sums<T>(const T*, T*, int64_t, int64_t, int64_t, bool);            \
   template void im2col_patches<T>(const T*, T*, const PatchGrid&);                          \

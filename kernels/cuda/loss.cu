@@ -1,5 +1,6 @@
 #include "kernels/cuda/loss.h"
 
+#include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/row_kernels.h"
 
@@ -30,12 +31,7 @@ __global__ void cross_entropy_forward_warp_kernel(const T* logits, const Index* 
                                                   int64_t rows, int64_t classes) {
   const int64_t packs = classes / W;
   using Row = RowRegs<T, W, E>;
-  const auto load = [&](int64_t r) {
-    Row row;
-    row.load(logits + r * classes, packs);
-    return row;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+  for_warp_rows_of<W, E>(logits, rows, classes, [&](int64_t r, Row& row) {
     const T row_lse = warp_row_log_sum_exp(row, packs);
     if (threadIdx.x % 32 == 0) {
       lse[r] = row_lse;
@@ -67,26 +63,13 @@ __global__ void cross_entropy_backward_warp_kernel(const T* logits, const Index*
   using Row = RowRegs<T, W, E>;
   const T scale = grad_loss[0] / static_cast<T>(rows);
   const int64_t packs = classes / W;
-  const auto load = [&](int64_t r) {
-    Row row;
-    row.load(logits + r * classes, packs);
-    return row;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+  for_warp_rows_of<W, E>(logits, rows, classes, [&](int64_t r, Row& row) {
     const T row_lse = lse[r];
     const int64_t target = static_cast<int64_t>(targets[r]);
-    MCDL_UNROLL
-    for (int k = 0; k < Row::packs_per_lane; ++k) {
-      if (!Row::valid(k, packs)) continue;
-      T* dst = grad_logits + r * classes + Row::offset(k);
-      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
-      MCDL_UNROLL
-      for (int j = 0; j < W; ++j) {
-        const T p = exp_of(row.pack[k].v[j] - row_lse);
-        write_grad(out.v[j], scale * (p - (Row::offset(k) + j == target ? T(1) : T(0))), overwrite);
-      }
-      store_pack<W>(dst, out);
-    }
+    Row::store_grad(grad_logits + r * classes, packs, overwrite, [&](int k, int j) {
+      const T p = exp_of(row.pack[k].v[j] - row_lse);
+      return scale * (p - (Row::offset(k) + j == target ? T(1) : T(0)));
+    });
   });
 }
 
@@ -174,17 +157,12 @@ __global__ void mse_backward_kernel(const T* a, const T* b, const T* grad_loss, 
 template <class T, class Index>
 void cross_entropy_forward(const T* logits, const Index* targets, T* lse, T* row_terms, T* loss, int64_t rows,
                            int64_t classes) {
-  if (classes <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, classes, packs_aligned(logits),
-        [](auto w, auto e) {
-          return KernelConstant<cross_entropy_forward_warp_kernel<T, Index, decltype(w)::value, decltype(e)::value>>{};
-        },
-        logits, targets, lse, row_terms, rows, classes);
-  } else {
-    launch(cross_entropy_forward_kernel<T, Index>, row_grid(rows), dim3(row_block(classes)), 0, engine_stream(), logits,
-           targets, lse, row_terms, rows, classes);
-  }
+  launch_rows<T, cross_entropy_forward_kernel<T, Index>>(
+      rows, classes, packs_aligned(logits),
+      []<int W, int E>(RegsLayout<W, E>) {
+        return KernelConstant<cross_entropy_forward_warp_kernel<T, Index, W, E>>{};
+      },
+      logits, targets, lse, row_terms, rows, classes);
   launch_mean(static_cast<const T*>(row_terms), rows, loss, rows);
 }
 
@@ -194,8 +172,8 @@ void cross_entropy_backward(const T* logits, const Index* targets, const T* lse,
   if (classes <= warp_row_limit) {
     launch_warp_rows<T>(
         rows, classes, packs_aligned(logits, grad_logits),
-        [](auto w, auto e) {
-          return KernelConstant<cross_entropy_backward_warp_kernel<T, Index, decltype(w)::value, decltype(e)::value>>{};
+        []<int W, int E>(RegsLayout<W, E>) {
+          return KernelConstant<cross_entropy_backward_warp_kernel<T, Index, W, E>>{};
         },
         logits, targets, lse, grad_loss, grad_logits, rows, classes, overwrite);
     return;

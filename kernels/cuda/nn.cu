@@ -2,70 +2,33 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/map_bodies.h"
 #include "kernels/cuda/row_kernels.h"
 
 namespace mcdl::cuda {
 namespace {
 
 // ---- gelu: exact erf form (PyTorch nn.GELU, approximate='none') --------------------------------
-// Map bodies (elementwise_launch.h): 16-byte packs, several in flight per thread.
+// 1 + erf(x/√2) = 2Φ(x).
 template <class T>
-__device__ __forceinline__ T gelu_of(T v) {
+__device__ __forceinline__ T one_plus_erf(T v) {
   const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-  return T(0.5) * v * (T(1) + erf_of(v * inv_sqrt2));
+  return T(1) + erf_of(v * inv_sqrt2);
 }
 
-// d gelu/dx = Φ(x) + x·φ(x).
-template <class T>
-__device__ __forceinline__ T gelu_slope(T v) {
-  const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-  const T inv_sqrt_2pi = static_cast<T>(0.39894228040143267794);
-  return T(0.5) * (T(1) + erf_of(v * inv_sqrt2)) + v * inv_sqrt_2pi * exp_of(T(-0.5) * v * v);
-}
-
-template <class T>
-struct GeluForward {
-  using value_type = T;
-  static constexpr int loads = 1;
-  const T* x;
-  T* y;
-  template <int P>
-  __device__ void load(int64_t i, Pack<T, P>* in) const {
-    in[0] = load_pack<P>(x + i);
+// gelu(x) = x·Φ(x), d gelu/dx = Φ(x) + x·φ(x); a unary op of map_bodies.h.
+struct Gelu {
+  static constexpr bool uses_input = true, uses_output = false;
+  template <class T>
+  __device__ T forward(T v) const {
+    return T(0.5) * v * one_plus_erf(v);
   }
-  template <int P>
-  __device__ void store(int64_t i, const Pack<T, P>* in) const {
-    Pack<T, P> out;
-    MCDL_UNROLL
-    for (int k = 0; k < P; ++k) out.v[k] = gelu_of(in[0].v[k]);
-    store_pack<P>(y + i, out);
-  }
-};
-
-// Streams: x, the output gradient, and grad_in when accumulating.
-template <class T>
-struct GeluBackward {
-  using value_type = T;
-  static constexpr int loads = 3;
-  const T *x, *grad_out;
-  T* grad_in;
-  bool overwrite;
-  template <int P>
-  __device__ void load(int64_t i, Pack<T, P>* in) const {
-    in[0] = load_pack<P>(x + i);
-    in[1] = load_pack<P>(grad_out + i);
-    if (!overwrite) in[2] = load_pack<P>(grad_in + i);
-  }
-  template <int P>
-  __device__ void store(int64_t i, const Pack<T, P>* in) const {
-    Pack<T, P> out;
-    MCDL_UNROLL
-    for (int k = 0; k < P; ++k) {
-      const T value = in[1].v[k] * gelu_slope(in[0].v[k]);
-      out.v[k] = overwrite ? value : in[2].v[k] + value;
-    }
-    store_pack<P>(grad_in + i, out);
+  template <class T>
+  __device__ T backward(T g, T v, T) const {
+    const T inv_sqrt_2pi = static_cast<T>(0.39894228040143267794);
+    return g * (T(0.5) * one_plus_erf(v) + v * inv_sqrt_2pi * exp_of(T(-0.5) * v * v));
   }
 };
 
@@ -78,12 +41,7 @@ __global__ void layer_norm_forward_warp_kernel(const T* x, const T* gamma, const
                                                int64_t rows, int64_t d, double eps) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    Row row;
-    row.load(x + r * d, packs);
-    return row;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+  for_warp_rows_of<W, E>(x, rows, d, [&](int64_t r, Row& row) {
     const T mu = warp_all_sum(row.sum(packs, [](T v) { return v; })) / static_cast<T>(d);
     // Two passes (over registers): no cancellation for rows with a large mean.
     const T squares = warp_all_sum(row.sum(packs, [mu](T v) { return (v - mu) * (v - mu); }));
@@ -119,15 +77,8 @@ __global__ void layer_norm_backward_input_warp_kernel(const T* x, const T* gamma
                                                       bool overwrite) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    TwoRows<Row> loaded;
-    loaded.first.load(x + r * d, packs);
-    loaded.second.load(grad_out + r * d, packs);
-    return loaded;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
-    Row& xr = loaded.first;
-    Row& gh = loaded.second;  // gh: the output gradient, then ĝ in place
+  // gh: the output gradient, then ĝ in place.
+  for_warp_rows_of<W, E>(x, grad_out, rows, d, [&](int64_t r, Row& xr, Row& gh) {
     const T mu = mean[r], rs = rstd[r];
     T sum_g = 0, sum_gx = 0;
     MCDL_UNROLL
@@ -143,16 +94,9 @@ __global__ void layer_norm_backward_input_warp_kernel(const T* x, const T* gamma
     }
     const T mean_g = warp_all_sum(sum_g) / static_cast<T>(d);
     const T mean_gx = warp_all_sum(sum_gx) / static_cast<T>(d);
-    MCDL_UNROLL
-    for (int k = 0; k < Row::packs_per_lane; ++k) {
-      if (!Row::valid(k, packs)) continue;
-      T* dst = grad_x + r * d + Row::offset(k);
-      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
-      MCDL_UNROLL
-      for (int j = 0; j < W; ++j)
-        write_grad(out.v[j], rs * (gh.pack[k].v[j] - mean_g - (xr.pack[k].v[j] - mu) * rs * mean_gx), overwrite);
-      store_pack<W>(dst, out);
-    }
+    Row::store_grad(grad_x + r * d, packs, overwrite, [&](int k, int j) {
+      return rs * (gh.pack[k].v[j] - mean_g - (xr.pack[k].v[j] - mu) * rs * mean_gx);
+    });
   });
 }
 
@@ -256,9 +200,9 @@ __global__ void layer_norm_affine_partials_kernel(const T* x, const T* mean, con
 // One thread per (group s, column c): the sum of partials s·group .. s·group + group − 1 of
 // column c in order, into out_gamma/out_beta[s·d + c]. With `group` = all partials and
 // write_grads, out_gamma/out_beta are dgamma and dbeta (either may be null): the thread writes
-// dgamma[c] and then dbeta[c] (so the two may share one buffer: layer_norm(x, w, w)). The sums thus go in two levels of at most 32 terms each
-// instead of one sequential chain over every partial (a chain of dependent loads per column,
-// which left the GPU idle on wide inputs).
+// dgamma[c] and then dbeta[c] (so the two may share one buffer: layer_norm(x, w, w)). The sums
+// thus go in two levels of at most 32 terms each instead of one sequential chain over every
+// partial (a chain of dependent loads per column, which left the GPU idle on wide inputs).
 template <class T>
 __global__ void layer_norm_affine_combine_kernel(const T* partial_gamma, const T* partial_beta, T* out_gamma,
                                                  T* out_beta, int64_t partials, int64_t group, int64_t d,
@@ -291,12 +235,7 @@ template <class T, bool Log, int W, int E>
 __global__ void softmax_forward_warp_kernel(const T* x, T* y, int64_t rows, int64_t d) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    Row row;
-    row.load(x + r * d, packs);
-    return row;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+  for_warp_rows_of<W, E>(x, rows, d, [&](int64_t r, Row& row) {
     const T top = warp_all_max(row.max(packs));
     T sum = 0;
     MCDL_UNROLL
@@ -326,15 +265,7 @@ __global__ void softmax_backward_warp_kernel(const T* y, const T* grad_out, T* g
                                              bool overwrite) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    TwoRows<Row> loaded;
-    loaded.first.load(y + r * d, packs);
-    loaded.second.load(grad_out + r * d, packs);
-    return loaded;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
-    Row& yr = loaded.first;
-    Row& gr = loaded.second;
+  for_warp_rows_of<W, E>(y, grad_out, rows, d, [&](int64_t r, Row& yr, Row& gr) {
     T partial = 0;
     MCDL_UNROLL
     for (int k = 0; k < Row::packs_per_lane; ++k) {
@@ -343,18 +274,10 @@ __global__ void softmax_backward_warp_kernel(const T* y, const T* grad_out, T* g
       for (int j = 0; j < W; ++j) partial += Log ? gr.pack[k].v[j] : gr.pack[k].v[j] * yr.pack[k].v[j];
     }
     const T total = warp_all_sum(partial);
-    MCDL_UNROLL
-    for (int k = 0; k < Row::packs_per_lane; ++k) {
-      if (!Row::valid(k, packs)) continue;
-      T* dst = grad_x + r * d + Row::offset(k);
-      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
-      MCDL_UNROLL
-      for (int j = 0; j < W; ++j) {
-        const T g = gr.pack[k].v[j], yv = yr.pack[k].v[j];
-        write_grad(out.v[j], Log ? g - exp_of(yv) * total : yv * (g - total), overwrite);
-      }
-      store_pack<W>(dst, out);
-    }
+    Row::store_grad(grad_x + r * d, packs, overwrite, [&](int k, int j) {
+      const T g = gr.pack[k].v[j], yv = yr.pack[k].v[j];
+      return Log ? g - exp_of(yv) * total : yv * (g - total);
+    });
   });
 }
 
@@ -393,12 +316,7 @@ template <class T, int W, int E>
 __global__ void l2_normalize_forward_warp_kernel(const T* x, T* y, T* norm, int64_t rows, int64_t d, double eps) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    Row row;
-    row.load(x + r * d, packs);
-    return row;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, Row& row) {
+  for_warp_rows_of<W, E>(x, rows, d, [&](int64_t r, Row& row) {
     const T n = sqrt_of(warp_all_sum(row.sum(packs, [](T v) { return v * v; })));
     const T denom = max_of(n, static_cast<T>(eps));
     MCDL_UNROLL
@@ -417,15 +335,7 @@ __global__ void l2_normalize_backward_warp_kernel(const T* x, const T* norm, con
                                                   int64_t rows, int64_t d, double eps, bool overwrite) {
   using Row = RowRegs<T, W, E>;
   const int64_t packs = d / W;
-  const auto load = [&](int64_t r) {
-    TwoRows<Row> loaded;
-    loaded.first.load(x + r * d, packs);
-    loaded.second.load(grad_out + r * d, packs);
-    return loaded;
-  };
-  for_warp_rows<prefetch_rows<E>>(rows, load, [&](int64_t r, TwoRows<Row>& loaded) {
-    Row& xr = loaded.first;
-    Row& gr = loaded.second;
+  for_warp_rows_of<W, E>(x, grad_out, rows, d, [&](int64_t r, Row& xr, Row& gr) {
     const T n = norm[r];
     T partial = 0;
     MCDL_UNROLL
@@ -438,18 +348,10 @@ __global__ void l2_normalize_backward_warp_kernel(const T* x, const T* norm, con
     const bool clamped = static_cast<double>(n) < eps;
     const T scale = dot / n / n / n;  // divided step by step: n³ of a small f32 norm underflows
     const T e = static_cast<T>(eps);
-    MCDL_UNROLL
-    for (int k = 0; k < Row::packs_per_lane; ++k) {
-      if (!Row::valid(k, packs)) continue;
-      T* dst = grad_x + r * d + Row::offset(k);
-      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
-      MCDL_UNROLL
-      for (int j = 0; j < W; ++j) {
-        const T g = gr.pack[k].v[j];
-        write_grad(out.v[j], clamped ? g / e : g / n - xr.pack[k].v[j] * scale, overwrite);
-      }
-      store_pack<W>(dst, out);
-    }
+    Row::store_grad(grad_x + r * d, packs, overwrite, [&](int k, int j) {
+      const T g = gr.pack[k].v[j];
+      return clamped ? g / e : g / n - xr.pack[k].v[j] * scale;
+    });
   });
 }
 
@@ -531,50 +433,51 @@ __global__ void weight_norm_backward_kernel(const T* v, const T* g, const T* nor
   }
 }
 
+// softmax (Log false) or log_softmax of rows of d, forward and backward.
+template <class T, bool Log>
+void launch_softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
+  launch_rows<T, softmax_forward_kernel<T, Log>>(
+      rows, d, packs_aligned(x, y),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<softmax_forward_warp_kernel<T, Log, W, E>>{}; },
+      x, y, rows, d);
+}
+
+template <class T, bool Log>
+void launch_softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
+  launch_rows<T, softmax_backward_kernel<T, Log>>(
+      rows, d, packs_aligned(y, grad_out, grad_x),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<softmax_backward_warp_kernel<T, Log, W, E>>{}; },
+      y, grad_out, grad_x, rows, d, overwrite);
+}
+
 }  // namespace
 
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
-  launch_map(GeluForward<T>{x, y}, n, packs_aligned(x, y));
+  unary_map_forward(Gelu{}, x, y, n);
 }
 
 template <class T>
 void gelu_backward(const T* x, const T* grad_out, T* grad_in, int64_t n, bool overwrite) {
-  launch_map(GeluBackward<T>{x, grad_out, grad_in, overwrite}, n, packs_aligned(x, grad_out, grad_in));
+  unary_map_backward<T>(Gelu{}, grad_out, x, nullptr, grad_in, n, overwrite);
 }
 
 template <class T>
 void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t rows, int64_t d,
                         double eps) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, gamma, beta, y),
-        [](auto w, auto e) {
-          return KernelConstant<layer_norm_forward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, gamma, beta, y, mean, rstd, rows, d, eps);
-    return;
-  }
-  launch(layer_norm_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, beta, y, mean,
-         rstd, rows, d, eps);
+  launch_rows<T, layer_norm_forward_kernel<T>>(
+      rows, d, packs_aligned(x, gamma, beta, y),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<layer_norm_forward_warp_kernel<T, W, E>>{}; },
+      x, gamma, beta, y, mean, rstd, rows, d, eps);
 }
 
 template <class T>
 void layer_norm_backward_input(const T* x, const T* gamma, const T* mean, const T* rstd, const T* grad_out, T* grad_x,
                                int64_t rows, int64_t d, bool overwrite) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, gamma, grad_out, grad_x),
-        [](auto w, auto e) {
-          return KernelConstant<layer_norm_backward_input_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, gamma, mean, rstd, grad_out, grad_x, rows, d, overwrite);
-    return;
-  }
-  launch(layer_norm_backward_input_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, gamma, mean,
-         rstd, grad_out, grad_x, rows, d, overwrite);
+  launch_rows<T, layer_norm_backward_input_kernel<T>>(
+      rows, d, packs_aligned(x, gamma, grad_out, grad_x),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<layer_norm_backward_input_warp_kernel<T, W, E>>{}; },
+      x, gamma, mean, rstd, grad_out, grad_x, rows, d, overwrite);
 }
 
 int64_t layer_norm_affine_scratch_size(int64_t rows, int64_t d) {
@@ -621,97 +524,39 @@ void layer_norm_backward_affine(const T* x, const T* mean, const T* rstd, const 
 
 template <class T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, y),
-        [](auto w, auto e) {
-          return KernelConstant<softmax_forward_warp_kernel<T, false, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, y, rows, d);
-    return;
-  }
-  launch(softmax_forward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
+  launch_softmax_forward<T, false>(x, y, rows, d);
 }
 
 template <class T>
 void log_softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, y),
-        [](auto w, auto e) {
-          return KernelConstant<softmax_forward_warp_kernel<T, true, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, y, rows, d);
-    return;
-  }
-  launch(softmax_forward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, rows, d);
+  launch_softmax_forward<T, true>(x, y, rows, d);
 }
 
 template <class T>
 void softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(y, grad_out, grad_x),
-        [](auto w, auto e) {
-          return KernelConstant<softmax_backward_warp_kernel<T, false, decltype(w)::value, decltype(e)::value>>{};
-        },
-        y, grad_out, grad_x, rows, d, overwrite);
-    return;
-  }
-  launch(softmax_backward_kernel<T, false>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
-         grad_x, rows, d, overwrite);
+  launch_softmax_backward<T, false>(y, grad_out, grad_x, rows, d, overwrite);
 }
 
 template <class T>
 void log_softmax_backward(const T* y, const T* grad_out, T* grad_x, int64_t rows, int64_t d, bool overwrite) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(y, grad_out, grad_x),
-        [](auto w, auto e) {
-          return KernelConstant<softmax_backward_warp_kernel<T, true, decltype(w)::value, decltype(e)::value>>{};
-        },
-        y, grad_out, grad_x, rows, d, overwrite);
-    return;
-  }
-  launch(softmax_backward_kernel<T, true>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), y, grad_out,
-         grad_x, rows, d, overwrite);
+  launch_softmax_backward<T, true>(y, grad_out, grad_x, rows, d, overwrite);
 }
 
 template <class T>
 void l2_normalize_forward(const T* x, T* y, T* norm, int64_t rows, int64_t d, double eps) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, y),
-        [](auto w, auto e) {
-          return KernelConstant<l2_normalize_forward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, y, norm, rows, d, eps);
-    return;
-  }
-  launch(l2_normalize_forward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, y, norm, rows, d,
-         eps);
+  launch_rows<T, l2_normalize_forward_kernel<T>>(
+      rows, d, packs_aligned(x, y),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<l2_normalize_forward_warp_kernel<T, W, E>>{}; },
+      x, y, norm, rows, d, eps);
 }
 
 template <class T>
 void l2_normalize_backward(const T* x, const T* norm, const T* grad_out, T* grad_x, int64_t rows, int64_t d, double eps,
                            bool overwrite) {
-  if (rows == 0) return;
-  if (d <= warp_row_limit) {
-    launch_warp_rows<T>(
-        rows, d, packs_aligned(x, grad_out, grad_x),
-        [](auto w, auto e) {
-          return KernelConstant<l2_normalize_backward_warp_kernel<T, decltype(w)::value, decltype(e)::value>>{};
-        },
-        x, norm, grad_out, grad_x, rows, d, eps, overwrite);
-    return;
-  }
-  launch(l2_normalize_backward_kernel<T>, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), x, norm, grad_out,
-         grad_x, rows, d, eps, overwrite);
+  launch_rows<T, l2_normalize_backward_kernel<T>>(
+      rows, d, packs_aligned(x, grad_out, grad_x),
+      []<int W, int E>(RegsLayout<W, E>) { return KernelConstant<l2_normalize_backward_warp_kernel<T, W, E>>{}; },
+      x, norm, grad_out, grad_x, rows, d, eps, overwrite);
 }
 
 template <class T>

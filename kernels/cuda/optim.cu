@@ -1,5 +1,6 @@
 #include "kernels/cuda/optim.h"
 
+#include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
 
 namespace mcdl::cuda {
@@ -25,10 +26,6 @@ __global__ void increment_step_kernel(double* step_count) {
   if (grid_index() == 0) *step_count += 1;
 }
 
-// sqrt in the precision of T (sqrtf for float, as std::sqrt on the CPU).
-__device__ __forceinline__ float square_root(float x) { return sqrtf(x); }
-__device__ __forceinline__ double square_root(double x) { return sqrt(x); }
-
 template <class T>
 struct AdamWConstants {
   T decay, beta1, beta2, one_minus_beta1, one_minus_beta2, eps;
@@ -47,7 +44,7 @@ __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
     const T v = k.beta2 * exp_avg_sq[i] + k.one_minus_beta2 * g * g;
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
-    param[i] = param[i] * k.decay - step_size * (m / (square_root(v) / bias_correction2_sqrt + k.eps));
+    param[i] = param[i] * k.decay - step_size * (m / (sqrt_of(v) / bias_correction2_sqrt + k.eps));
   }
 }
 

@@ -5,8 +5,8 @@
 //    rows allow; reductions by xor shuffles (warp_all_sum / warp_all_max: a fixed order, the
 //    same bits in every lane) without any barrier.
 //  - Longer rows: one block per row (a grid-stride loop over rows), strided loops inside the
-//    row (any d at any block size), block-wide sum (block_reduce.h) and max in a fixed order.
-// Plus float/double overloads of the math the kernels use. Included by .cu files only.
+//    row (any d at any block size), block-wide sum and max (block_reduce.h) in a fixed order.
+// launch_rows picks between the two. Included by .cu files only.
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/block_reduce.h"
+#include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/launch_config.h"
 
@@ -30,49 +31,10 @@ inline unsigned row_block(int64_t d) {
 // blockIdx.x + gridDim.x, ... (uniform per block, so barriers inside the row loop are safe).
 inline dim3 row_grid(int64_t rows) { return dim3(static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535))); }
 
-__device__ __forceinline__ float exp_of(float x) { return expf(x); }
-__device__ __forceinline__ double exp_of(double x) { return exp(x); }
-__device__ __forceinline__ float log_of(float x) { return logf(x); }
-__device__ __forceinline__ double log_of(double x) { return log(x); }
-__device__ __forceinline__ float sqrt_of(float x) { return sqrtf(x); }
-__device__ __forceinline__ double sqrt_of(double x) { return sqrt(x); }
-__device__ __forceinline__ float erf_of(float x) { return erff(x); }
-__device__ __forceinline__ double erf_of(double x) { return erf(x); }
-
-// The larger of a and b, a NaN operand losing (as std::max(top, x) in the CPU kernels, which
-// starts from -inf); commutative, so every lane of a butterfly gets the same value.
-__device__ __forceinline__ float fmax_of(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double fmax_of(double a, double b) { return fmax(a, b); }
-
-// The larger of a and b as std::max(a, b) picks it (a NaN in b is ignored, as in the CPU kernels).
+// dst = value (overwrite) or dst += value.
 template <class T>
-__device__ __forceinline__ T max_of(T a, T b) {
-  return a < b ? b : a;
-}
-
-template <class T>
-__device__ __forceinline__ T warp_max(T value) {
-  for (int offset = 16; offset > 0; offset /= 2) value = max_of(value, __shfl_down_sync(0xffffffffu, value, offset));
-  return value;
-}
-
-// The maximum of `value` over the block, returned to every thread; the same contract as
-// block_sum (every thread calls it, `scratch` is shared memory for 32 values).
-template <class T>
-__device__ T block_max(T value, T* scratch) {
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  value = warp_max(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    T top = lane < warps ? scratch[lane] : -INFINITY;
-    top = warp_max(top);
-    if (lane == 0) scratch[0] = top;
-  }
-  __syncthreads();
-  const T result = scratch[0];
-  __syncthreads();  // scratch may be reused by the caller's next reduction
-  return result;
+__device__ __forceinline__ void write_grad(T& dst, T value, bool overwrite) {
+  dst = overwrite ? value : dst + value;
 }
 
 // log Σ exp(x) of one row of d elements, the row maximum subtracted first so no exp overflows
@@ -91,22 +53,6 @@ __device__ T row_log_sum_exp(const T* x, int64_t d, T* scratch) {
 
 // Rows up to this many elements go to the warp-per-row kernels.
 constexpr int64_t warp_row_limit = 1024;
-
-constexpr unsigned full_warp = 0xffffffffu;
-
-// Sum and maximum over the 32 lanes of a warp, to every lane: an xor butterfly, whose partial
-// sums meet in the same order in every lane (a + b == b + a exactly), so all lanes agree bit
-// for bit.
-template <class T>
-__device__ __forceinline__ T warp_all_sum(T value) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(full_warp, value, offset);
-  return value;
-}
-template <class T>
-__device__ __forceinline__ T warp_all_max(T value) {
-  for (int offset = 16; offset > 0; offset /= 2) value = fmax_of(value, __shfl_xor_sync(full_warp, value, offset));
-  return value;
-}
 
 // The warp's first row and the row stride of the grid-stride loop over rows (uniform per warp,
 // so the shuffles inside see all 32 lanes).
@@ -141,11 +87,6 @@ __device__ __forceinline__ void for_warp_rows(int64_t rows, Load load, Process p
   }
 }
 
-// Two rows of a warp kernel (x and the output gradient, say), as for_warp_rows data.
-template <class Row>
-struct TwoRows {
-  Row first, second;
-};
 
 // Whether a warp kernel holding E elements of a row per lane prefetches (for_warp_rows).
 template <int E>
@@ -199,7 +140,56 @@ struct RowRegs {
     }
     return total;
   }
+  // The lane's elements of the gradient row `grad` (=|+=) value(k, j), for element j of slot k,
+  // a pack at a time.
+  template <class F>
+  __device__ static void store_grad(T* grad, int64_t packs, bool overwrite, F value) {
+    MCDL_UNROLL
+    for (int k = 0; k < packs_per_lane; ++k) {
+      if (!valid(k, packs)) continue;
+      T* dst = grad + offset(k);
+      Pack<T, W> out = overwrite ? Pack<T, W>{} : load_pack<W>(dst);
+      MCDL_UNROLL
+      for (int j = 0; j < W; ++j) write_grad(out.v[j], value(k, j), overwrite);
+      store_pack<W>(dst, out);
+    }
+  }
 };
+
+// Two rows of a warp kernel (x and the output gradient, say), as for_warp_rows data.
+template <class Row>
+struct TwoRows {
+  Row first, second;
+};
+
+// Runs process(r, row) for the warp's rows r of x (rows of d elements), each held in a
+// RowRegs<T, W, E> (for_warp_rows, prefetching per prefetch_rows).
+template <int W, int E, class T, class Process>
+__device__ __forceinline__ void for_warp_rows_of(const T* x, int64_t rows, int64_t d, Process process) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [=](int64_t r) {
+    Row row;
+    row.load(x + r * d, packs);
+    return row;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load, process);
+}
+
+// The same over row r of a and of b at once: process(r, a_row, b_row).
+template <int W, int E, class T, class Process>
+__device__ __forceinline__ void for_warp_rows_of(const T* a, const T* b, int64_t rows, int64_t d, Process process) {
+  using Row = RowRegs<T, W, E>;
+  const int64_t packs = d / W;
+  const auto load = [=](int64_t r) {
+    TwoRows<Row> loaded;
+    loaded.first.load(a + r * d, packs);
+    loaded.second.load(b + r * d, packs);
+    return loaded;
+  };
+  for_warp_rows<prefetch_rows<E>>(rows, load,
+                                  [&](int64_t r, TwoRows<Row>& loaded) { process(r, loaded.first, loaded.second); });
+}
 
 // log Σ exp(x) of the row in `row` (packs = d / W), the row maximum subtracted first so no
 // exp overflows, to every lane of the warp.
@@ -247,22 +237,33 @@ inline unsigned warp_rows_block() { return block_size(256); }
 template <auto kernel>
 using KernelConstant = std::integral_constant<decltype(kernel), kernel>;
 
-// Launches the warp-per-row kernel that kernel_for(width, budget) names (a KernelConstant),
-// over `rows` rows of d <= warp_row_limit elements, with args. `aligned`: every row pointer is
-// 16-byte aligned.
+// A warp kernel's choice of registers as a type: pack width W, E elements per lane.
+template <int W, int E>
+struct RegsLayout {};
+
+// Launches the warp-per-row kernel that kernel_for(RegsLayout<W, E>) names (a KernelConstant;
+// kernel_for is a lambda []<int W, int E>(RegsLayout<W, E>) {...}), over `rows` rows of
+// d <= warp_row_limit elements, with args. `aligned`: every row pointer is 16-byte aligned.
 template <class T, class KernelFor, class... Args>
 void launch_warp_rows(int64_t rows, int64_t d, bool aligned, KernelFor kernel_for, Args... args) {
   with_row_regs<T>(d, aligned, [&](auto width, auto budget) {
-    constexpr auto kernel = decltype(kernel_for(width, budget))::value;
+    constexpr auto kernel =
+        decltype(kernel_for(RegsLayout<decltype(width)::value, decltype(budget)::value>{}))::value;
     const unsigned block = fitting_block<kernel>(warp_rows_block());
     launch(kernel, warp_rows_grid<kernel>(rows, block), dim3(block), 0, engine_stream(), args...);
   });
 }
 
-// dst = value (overwrite) or dst += value.
-template <class T>
-__device__ __forceinline__ void write_grad(T& dst, T value, bool overwrite) {
-  dst = overwrite ? value : dst + value;
+// Launches a row op over `rows` rows of d elements with args: the warp-per-row kernel of
+// kernel_for (launch_warp_rows) when d <= warp_row_limit, else block_kernel, a block per row.
+template <class T, auto block_kernel, class KernelFor, class... Args>
+void launch_rows(int64_t rows, int64_t d, bool aligned, KernelFor kernel_for, Args... args) {
+  if (rows == 0) return;
+  if (d <= warp_row_limit) {
+    launch_warp_rows<T>(rows, d, aligned, kernel_for, args...);
+  } else {
+    launch(block_kernel, row_grid(rows), dim3(row_block(d)), 0, engine_stream(), args...);
+  }
 }
 
 }  // namespace mcdl::cuda

@@ -56,18 +56,11 @@ void check_parity(const std::string& name, const TensorFn& f, const std::vector<
   for (unsigned block : parity_block_sizes) emu::for_each_thread_order([&](emu::ThreadOrder order) {
     const std::string label = name + " (" + emu::to_string(order) + " thread order, block size " +
                               (block ? std::to_string(block) : std::string("default")) + ")";
-    set_poison_new_storage(true);
-    cuda::set_block_size_override(block);
     Run got;
-    try {
+    {
+      const DeviceRunSettings settings(block);
       got = run_on(Device::cuda(), f, inputs, projection, backward);
-    } catch (...) {
-      set_poison_new_storage(false);
-      cuda::set_block_size_override(0);
-      throw;
     }
-    cuda::set_block_size_override(0);
-    set_poison_new_storage(false);
     REQUIRE_MESSAGE(got.output.device().is_cuda(), label << ": the output left the device: " << got.output.str());
     check_close(label + " output", reference.output, got.output, atol, rtol);
     for (size_t i = 0; i < reference.grads.size(); ++i) {
@@ -79,6 +72,31 @@ void check_parity(const std::string& name, const TensorFn& f, const std::vector<
 }
 
 }  // namespace
+
+Tensor leaf(const Shape& shape, uint64_t seed, DType dtype) { return leaf(shape, seed, -1, 1, dtype); }
+
+Tensor leaf(const Shape& shape, uint64_t seed, double low, double high, DType dtype) {
+  return random_tensor(shape, seed, low, high, dtype).set_requires_grad(true);
+}
+
+Tensor values_of(DType dtype, const Shape& shape, uint64_t seed) {
+  return dtype == DType::u8 ? random_tensor(shape, seed, 0, 256, DType::f64).to(dtype)
+                            : random_tensor(shape, seed, -1000, 1000, DType::f64).to(dtype);
+}
+
+std::string shape_label(const std::string& op, int64_t rows, int64_t cols) {
+  return op + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+DeviceRunSettings::DeviceRunSettings(unsigned block) {
+  cuda::set_block_size_override(block);
+  set_poison_new_storage(true);
+}
+
+DeviceRunSettings::~DeviceRunSettings() {
+  set_poison_new_storage(false);
+  cuda::set_block_size_override(0);
+}
 
 void check_close(const std::string& what, const Tensor& reference, const Tensor& got, double atol, double rtol) {
   REQUIRE_MESSAGE(reference.shape() == got.shape(), what << ": shape " << got.str() << " vs " << reference.str());

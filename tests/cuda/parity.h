@@ -4,6 +4,7 @@
 // block size and at 64 threads, and, in the emulator, with the threads of each block run in
 // forward, reverse and shuffled order.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,29 @@
 #include "tests/gradcheck.h"
 
 namespace mcdl::testing {
+
+// A random input that requires grad: values in [-1, 1), or in [low, high).
+Tensor leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32);
+Tensor leaf(const Shape& shape, uint64_t seed, double low, double high, DType dtype = DType::f32);
+
+// Values that exercise every bit pattern class of the dtype: signed values for the signed
+// types, the full byte range for u8.
+Tensor values_of(DType dtype, const Shape& shape, uint64_t seed);
+
+// Every dtype, for the ops that move data without arithmetic.
+inline constexpr DType all_dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
+
+// "op [rows, cols]", a check's label.
+std::string shape_label(const std::string& op, int64_t rows, int64_t cols);
+
+// While it lives: a block size forced on every kernel (0: each kernel's own) and fresh buffers
+// NaN-poisoned (so an unwritten element shows); both undone at the end, even when a check throws.
+struct DeviceRunSettings {
+  explicit DeviceRunSettings(unsigned block);
+  ~DeviceRunSettings();
+  DeviceRunSettings(const DeviceRunSettings&) = delete;
+  DeviceRunSettings& operator=(const DeviceRunSettings&) = delete;
+};
 
 // |ref − got| ≤ atol + rtol·|ref| for every element (NaN never passes).
 void check_close(const std::string& what, const Tensor& reference, const Tensor& got, double atol, double rtol);

@@ -24,10 +24,6 @@ using namespace mcdl::testing;
 
 namespace {
 
-Tensor leaf32(const Shape& shape, uint64_t seed) {
-  return random_tensor(shape, seed, -1, 1, DType::f32).set_requires_grad(true);
-}
-
 // The emulated binary's device is the emulator (the stand-in runs there); the GPU binary's is real.
 bool emulated() { return emu::emulated_device_count() > 0; }
 
@@ -50,9 +46,9 @@ struct ConvCase {
 };
 
 std::vector<Tensor> inputs_for(const ConvCase& c, uint64_t seed) {
-  std::vector<Tensor> inputs = {leaf32({c.batch, c.channels, c.height, c.width}, seed),
-                                leaf32({c.out_channels, c.channels, c.patch, c.patch}, seed + 1)};
-  if (c.bias) inputs.push_back(leaf32({c.out_channels}, seed + 2));
+  std::vector<Tensor> inputs = {leaf({c.batch, c.channels, c.height, c.width}, seed),
+                                leaf({c.out_channels, c.channels, c.patch, c.patch}, seed + 1)};
+  if (c.bias) inputs.push_back(leaf({c.out_channels}, seed + 2));
   return inputs;
 }
 
@@ -75,11 +71,10 @@ TEST_CASE("cuda parity: conv2d_patch with the forward through cuDNN") {
     CAPTURE(c.name);
     check_cuda_parity(std::string("conv2d_patch cudnn ") + c.name, conv, inputs_for(c, seed += 3), c.atol, c.rtol);
   }
-  check_cuda_parity(
-      "conv2d_patch cudnn f64", conv,
-      {random_tensor({3, 3, 4, 6}, 130).set_requires_grad(true),
-       random_tensor({5, 3, 2, 2}, 131).set_requires_grad(true), random_tensor({5}, 132).set_requires_grad(true)},
-      1e-12, 1e-12);
+  check_cuda_parity("conv2d_patch cudnn f64", conv,
+                    {leaf({3, 3, 4, 6}, 130, DType::f64), leaf({5, 3, 2, 2}, 131, DType::f64),
+                     leaf({5}, 132, DType::f64)},
+                    1e-12, 1e-12);
 }
 
 TEST_CASE("cuda parity: forcing im2col + GEMM gives the values of the cuDNN forward") {
@@ -134,7 +129,7 @@ TEST_CASE("cuda: conv2d_patch_cudnn has a plan for f32 shapes, any pointer align
 TEST_CASE("cuda parity: conv2d_patch through cuDNN with TF32 allowed") {
   ForceAlgorithm cudnn(ConvAlgorithm::cudnn);
   set_matmul_precision(MatmulPrecision::tf32);
-  const std::vector<Tensor> inputs = {leaf32({2, 3, 8, 8}, 400), leaf32({5, 3, 4, 4}, 401), leaf32({5}, 402)};
+  const std::vector<Tensor> inputs = {leaf({2, 3, 8, 8}, 400), leaf({5, 3, 4, 4}, 401), leaf({5}, 402)};
   check_cuda_parity("conv2d_patch cudnn tf32", conv, inputs, 2e-2, 2e-2);
   if (emulated()) {  // the stand-in's tensor-core engine rounds to TF32: it was picked, and only here
     std::vector<Tensor> on_device;
@@ -157,7 +152,7 @@ TEST_CASE("cuda: where no cuDNN engine takes the shape, conv2d_patch falls back 
   ForceAlgorithm cudnn(ConvAlgorithm::cudnn);
   const int64_t saved_limit = emu::max_tensor_elements();
   emu::max_tensor_elements() = 100;
-  const std::vector<Tensor> inputs = {leaf32({2, 2, 6, 9}, 500), leaf32({3, 2, 3, 3}, 501), leaf32({3}, 502)};
+  const std::vector<Tensor> inputs = {leaf({2, 2, 6, 9}, 500), leaf({3, 2, 3, 3}, 501), leaf({3}, 502)};
   Tensor x = inputs[0].detach().to(Device::cuda()), w = inputs[1].detach().to(Device::cuda());
   Tensor y = empty({2, 3, 2, 3}, DType::f32, Device::cuda());
   CHECK_FALSE(cuda::conv2d_patch_cudnn(x.ptr<float>(), w.ptr<float>(), y.ptr<float>(), PatchGrid{2, 2, 6, 9, 3}, 3,

@@ -22,10 +22,6 @@ namespace {
 
 constexpr double f32_atol = 1e-6, f32_rtol = 1e-5, f64_tol = 1e-12;
 
-Tensor leaf(const Shape& shape, uint64_t seed, double low = -1, double high = 1, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, low, high, dtype).set_requires_grad(true);
-}
-
 struct BinaryCase {
   const char* name;
   Tensor (*op)(const Tensor&, const Tensor&);

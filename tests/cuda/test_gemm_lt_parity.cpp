@@ -60,9 +60,9 @@ constexpr double fp32_tolerance = 2e-5, tf32_tolerance = 1e-2, f64_tolerance = 1
 
 const BiasProduct odd_shapes[] = {{3, 197, 64}, {197, 768, 3}, {5, 7, 9}};
 
-}  // namespace
-
-TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32 and tf32") {
+// Calls check(p) for every shape of odd_shapes with every transpose of A and B.
+template <class F>
+void for_odd_shapes_and_transposes(F check) {
   for (BiasProduct p : odd_shapes)
     for (bool trans_a : {false, true})
       for (bool trans_b : {false, true}) {
@@ -73,22 +73,22 @@ TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32 and tf
         CAPTURE(p.k);
         CAPTURE(trans_a);
         CAPTURE(trans_b);
-        CHECK(check_gemm_bias<float>(p, cuda::GemmMode::fp32, fp32_tolerance));
-        CHECK(check_gemm_bias<float>(p, cuda::GemmMode::tf32, tf32_tolerance));
+        check(p);
       }
 }
 
+}  // namespace
+
+TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32 and tf32") {
+  for_odd_shapes_and_transposes([](const BiasProduct& p) {
+    CHECK(check_gemm_bias<float>(p, cuda::GemmMode::fp32, fp32_tolerance));
+    CHECK(check_gemm_bias<float>(p, cuda::GemmMode::tf32, tf32_tolerance));
+  });
+}
+
 TEST_CASE("cuda gemm_bias: f64 through CUBLAS_COMPUTE_64F") {
-  for (BiasProduct p : odd_shapes)
-    for (bool trans_a : {false, true})
-      for (bool trans_b : {false, true}) {
-        p.trans_a = trans_a;
-        p.trans_b = trans_b;
-        CAPTURE(p.m);
-        CAPTURE(trans_a);
-        CAPTURE(trans_b);
-        CHECK(check_gemm_bias<double>(p, cuda::GemmMode::fp32, f64_tolerance));
-      }
+  for_odd_shapes_and_transposes(
+      [](const BiasProduct& p) { CHECK(check_gemm_bias<double>(p, cuda::GemmMode::fp32, f64_tolerance)); });
 }
 
 TEST_CASE("cuda gemm_bias: inputs off 256-byte alignment still fuse (the heuristic is told, per alignment)") {
@@ -127,14 +127,9 @@ void check_linear_parity(const Shape& x_shape, const Shape& w_shape, uint64_t se
   CAPTURE(out);
   // f32: the forward sums K ≤ 768 products and dX 2304 (values ≲ 30) in fp32 on both sides, in
   // different orders.
-  run("linear f32", linear_fn,
-      {random_tensor(x_shape, seed, -1, 1, DType::f32).set_requires_grad(true),
-       random_tensor(w_shape, seed + 1, -1, 1, DType::f32).set_requires_grad(true),
-       random_tensor({out}, seed + 2, -1, 1, DType::f32).set_requires_grad(true)},
-      1e-4, 1e-4);
+  run("linear f32", linear_fn, {leaf(x_shape, seed), leaf(w_shape, seed + 1), leaf({out}, seed + 2)}, 1e-4, 1e-4);
   run("linear f64", linear_fn,
-      {random_tensor(x_shape, seed + 3).set_requires_grad(true), random_tensor(w_shape, seed + 4).set_requires_grad(true),
-       random_tensor({out}, seed + 5).set_requires_grad(true)},
+      {leaf(x_shape, seed + 3, DType::f64), leaf(w_shape, seed + 4, DType::f64), leaf({out}, seed + 5, DType::f64)},
       1e-12, 1e-12);
 }
 }  // namespace
@@ -154,9 +149,7 @@ TEST_CASE("cuda parity: linear 768 -> 2304 forward and backward" * doctest::test
 TEST_CASE("cuda parity: TF32 linear with the fused bias stays within TF32's rounding") {
   set_matmul_precision(MatmulPrecision::tf32);
   check_cuda_parity("linear tf32", [](auto& x) { return linear(x[0], x[1], x[2]); },
-                    {random_tensor({197, 64}, 60, -1, 1, DType::f32).set_requires_grad(true),
-                     random_tensor({3, 64}, 61, -1, 1, DType::f32).set_requires_grad(true),
-                     random_tensor({3}, 62, -1, 1, DType::f32).set_requires_grad(true)},
+                    {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)},
                     2e-2, 2e-2);
   set_matmul_precision(MatmulPrecision::fp32);
 }

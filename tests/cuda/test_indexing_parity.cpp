@@ -15,17 +15,6 @@ using namespace mcdl::testing;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, -1, 1, dtype).set_requires_grad(true);
-}
-
-Tensor values_of(DType dtype, const Shape& shape, uint64_t seed) {
-  return dtype == DType::u8 ? random_tensor(shape, seed, 0, 256, DType::f64).to(dtype)
-                            : random_tensor(shape, seed, -1000, 1000, DType::f64).to(dtype);
-}
-
-constexpr DType all_dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
-
 // `count` indices into `rows` rows, with runs of repeats (row 5 many times, scattered).
 Tensor repeated_indices(int64_t count, int64_t rows, uint64_t seed, DType dtype = DType::i64) {
   std::mt19937_64 engine(seed);

@@ -15,10 +15,6 @@ using namespace mcdl;
 using namespace mcdl::testing;
 
 namespace {
-Tensor leaf32(const Shape& shape, uint64_t seed) {
-  return random_tensor(shape, seed, -1, 1, DType::f32).set_requires_grad(true);
-}
-
 // C = op(A)·op(B) + 0.5·C for an m×n C inside a wider buffer (ldc = n + 3), two batch entries.
 void check_gemm_layout(bool trans_a, bool trans_b, cuda::GemmMode mode, double tolerance) {
   const int64_t m = 5, n = 7, k = 9, batch = 2;
@@ -71,29 +67,28 @@ TEST_CASE("cuda gemm: sizes beyond cuBLAS's 32-bit range are refused") {
 }
 
 TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
-  check_cuda_parity("matmul", [](auto& x) { return matmul(x[0], x[1]); }, {leaf32({3, 64}, 6), leaf32({64, 197}, 7)});
+  check_cuda_parity("matmul", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({3, 64}, 6), leaf({64, 197}, 7)});
   check_cuda_parity("matmul batched", [](auto& x) { return matmul(x[0], x[1]); },
-                    {leaf32({2, 3, 5, 8}, 8), leaf32({2, 3, 8, 3}, 9)});
+                    {leaf({2, 3, 5, 8}, 8), leaf({2, 3, 8, 3}, 9)});
   check_cuda_parity("matmul shared b", [](auto& x) { return matmul(x[0], x[1]); },
-                    {leaf32({3, 5, 8}, 10), leaf32({8, 6}, 11)});
+                    {leaf({3, 5, 8}, 10), leaf({8, 6}, 11)});
   check_cuda_parity("linear", [](auto& x) { return linear(x[0], x[1], x[2]); },
-                    {leaf32({197, 64}, 12), leaf32({3, 64}, 13), leaf32({3}, 14)}, 1e-5, 1e-4);
+                    {leaf({197, 64}, 12), leaf({3, 64}, 13), leaf({3}, 14)}, 1e-5, 1e-4);
   check_cuda_parity("linear wide bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
-                    {leaf32({3, 8}, 15), leaf32({768, 8}, 16), leaf32({768}, 17)});
+                    {leaf({3, 8}, 15), leaf({768, 8}, 16), leaf({768}, 17)});
   check_cuda_parity("linear, bias gradient over several row chunks",
                     [](auto& x) { return linear(x[0], x[1], x[2]); },
-                    {leaf32({600, 4}, 26), leaf32({37, 4}, 27), leaf32({37}, 28)}, 1e-5, 1e-4);
+                    {leaf({600, 4}, 26), leaf({37, 4}, 27), leaf({37}, 28)}, 1e-5, 1e-4);
   check_cuda_parity("linear f64", [](auto& x) { return linear(x[0], x[1], x[2]); },
-                    {random_tensor({5, 7}, 18).set_requires_grad(true), random_tensor({3, 7}, 19).set_requires_grad(true),
-                     random_tensor({3}, 20).set_requires_grad(true)},
-                    1e-12, 1e-12);
+                    {leaf({5, 7}, 18, DType::f64), leaf({3, 7}, 19, DType::f64), leaf({3}, 20, DType::f64)}, 1e-12,
+                    1e-12);
   check_cuda_parity("conv2d_patch", [](auto& x) { return conv2d_patch(x[0], x[1], x[2]); },
-                    {leaf32({2, 3, 8, 12}, 21), leaf32({5, 3, 4, 4}, 22), leaf32({5}, 23)});
+                    {leaf({2, 3, 8, 12}, 21), leaf({5, 3, 4, 4}, 22), leaf({5}, 23)});
 }
 
 TEST_CASE("cuda parity: TF32 matmul stays within TF32's rounding") {
   set_matmul_precision(MatmulPrecision::tf32);
   check_cuda_parity("matmul tf32", [](auto& x) { return matmul(x[0], x[1]); },
-                    {leaf32({3, 64}, 24), leaf32({64, 5}, 25)}, 2e-2, 2e-2);
+                    {leaf({3, 64}, 24), leaf({64, 5}, 25)}, 2e-2, 2e-2);
   set_matmul_precision(MatmulPrecision::fp32);
 }

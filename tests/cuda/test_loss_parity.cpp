@@ -18,19 +18,11 @@ using namespace mcdl::testing;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, low, high, dtype).set_requires_grad(true);
-}
-
 // Class indices spread over [0, classes), the first and the last class included.
 Tensor class_targets(int64_t rows, int64_t classes, DType dtype = DType::i64) {
   std::vector<int64_t> labels(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) labels[static_cast<size_t>(r)] = r == 0 ? classes - 1 : (r * 7) % classes;
   return from_vector(labels, {rows}).to(dtype);
-}
-
-std::string shape_label(const std::string& op, int64_t rows, int64_t classes) {
-  return op + " [" + std::to_string(rows) + ", " + std::to_string(classes) + "]";
 }
 
 constexpr double f32_tol = 1e-5, f64_tol = 1e-12;

@@ -21,14 +21,6 @@ using namespace mcdl::testing;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, low, high, dtype).set_requires_grad(true);
-}
-
-std::string shape_label(const std::string& op, int64_t rows, int64_t d) {
-  return op + " [" + std::to_string(rows) + ", " + std::to_string(d) + "]";
-}
-
 constexpr double f32_tol = 1e-5, layer_norm_tol = 3e-5, f64_tol = 1e-12;
 
 // Every op of this file at one [rows, d] shape, f32.

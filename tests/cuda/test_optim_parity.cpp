@@ -9,7 +9,6 @@
 
 #include "engine/optim/adamw.h"
 #include "engine/optim/sgd.h"
-#include "kernels/cuda/launch_config.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -62,21 +61,6 @@ Model copy_trained(const Model& from, Device device) {
   to.b = copy(from.b);
   return to;
 }
-
-// The device runs of one check: a block size forced, fresh buffers NaN-poisoned; both undone
-// at the end even when a check throws.
-struct DeviceRunSettings {
-  explicit DeviceRunSettings(unsigned block) {
-    cuda::set_block_size_override(block);
-    set_poison_new_storage(true);
-  }
-  ~DeviceRunSettings() {
-    set_poison_new_storage(false);
-    cuda::set_block_size_override(0);
-  }
-  DeviceRunSettings(const DeviceRunSettings&) = delete;
-  DeviceRunSettings& operator=(const DeviceRunSettings&) = delete;
-};
 
 void run_steps(Optimizer& optimizer, Model& m, int first, int count) {
   for (int s = first; s < first + count; ++s) {

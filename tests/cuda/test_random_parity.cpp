@@ -8,28 +8,12 @@
 #include <iomanip>
 
 #include "engine/random.h"
-#include "kernels/cuda/launch_config.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;
 
 namespace {
-
-// Forces a block size and NaN-poisons fresh buffers (so an unwritten element shows) while it
-// lives, even when a check throws.
-struct DeviceRunSettings {
-  explicit DeviceRunSettings(unsigned block) {
-    cuda::set_block_size_override(block);
-    set_poison_new_storage(true);
-  }
-  ~DeviceRunSettings() {
-    set_poison_new_storage(false);
-    cuda::set_block_size_override(0);
-  }
-  DeviceRunSettings(const DeviceRunSettings&) = delete;
-  DeviceRunSettings& operator=(const DeviceRunSettings&) = delete;
-};
 
 struct UniformCase {
   Shape shape;

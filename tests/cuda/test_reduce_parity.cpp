@@ -23,10 +23,6 @@ namespace {
 
 constexpr double f32_atol = 1e-6, f32_rtol = 1e-5, f64_tol = 1e-12;
 
-Tensor leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, -1, 1, dtype).set_requires_grad(true);
-}
-
 // Values from {0, 0.25, ..., 1.75}: ties everywhere.
 Tensor tied(const Shape& shape, uint64_t seed) {
   std::vector<float> values;

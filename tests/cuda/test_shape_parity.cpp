@@ -14,19 +14,6 @@ using namespace mcdl::testing;
 
 namespace {
 
-Tensor leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
-  return random_tensor(shape, seed, -1, 1, dtype).set_requires_grad(true);
-}
-
-// Values that exercise every bit pattern class of the dtype: signed values for the signed
-// types, the full byte range for u8.
-Tensor values_of(DType dtype, const Shape& shape, uint64_t seed) {
-  return dtype == DType::u8 ? random_tensor(shape, seed, 0, 256, DType::f64).to(dtype)
-                            : random_tensor(shape, seed, -1000, 1000, DType::f64).to(dtype);
-}
-
-constexpr DType all_dtypes[] = {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8};
-
 void check_permute(const Shape& shape, const std::vector<int64_t>& dims, uint64_t seed) {
   CAPTURE(shape_str(shape));
   CAPTURE(shape_str(dims));
