@@ -68,6 +68,10 @@ endif
 # Depends on the nvcc build too, so a kernel that stops compiling for the GPU fails CI.
 test: $(TESTS) $(GPU_TARGETS)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(TESTS) --test-suite-exclude=slow $(TEST_ARGS)
+ifneq ($(NVCC),)
+	@# The real nvcc binary too: natively where a GPU is present, otherwise it must say so and exit 0.
+	./$(GPU_TESTS) --test-suite-exclude=slow $(TEST_ARGS)
+endif
 
 test-slow: $(TESTS)
 	./$(TESTS) --test-suite=slow $(TEST_ARGS)
