@@ -26,13 +26,19 @@ NVCCFLAGS += -std=c++20 -I. -Werror all-warnings -Xcompiler -Wall,-Wextra -Xptxa
              -gencode arch=compute_90,code=compute_90 -MMD -MP
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudnn -lcudart_static -ldl -lrt -lpthread
 
-LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp mcdl/*.cpp)
+LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp data/*/*.cpp mcdl/*.cpp mcdl/*/*.cpp)
 CUDA_SRCS := $(wildcard kernels/cuda/*.cu)
 TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
 TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS),$(wildcard tests/*.cpp tests/*/*.cpp))
 # Kernels that exist only to test the emulator itself: built with g++ into mcdl_tests.
 TEST_CUDA_SRCS := $(wildcard tests/*/*.cu)
 GPU_TEST_SRCS := tests/test_main.cpp tests/gradcheck.cpp $(wildcard tests/cuda/*.cpp)
+
+# Command-line programs: tools/mcdl_<name>.cpp each build ./mcdl_<name> at the repository root;
+# code shared by several of them lives in tools/common/.
+TOOL_SRCS := $(wildcard tools/mcdl_*.cpp)
+TOOL_BINS := $(TOOL_SRCS:tools/%.cpp=%)
+TOOL_COMMON_SRCS := $(wildcard tools/common/*.cpp)
 
 LIB_OBJS  := $(LIB_SRCS:%.cpp=$(BUILD)/%.o)
 EMU_OBJS  := $(CUDA_SRCS:%.cu=$(BUILD)/emu/%.o)
@@ -41,6 +47,7 @@ TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(TEST_CUDA_SRCS:%.cu=$(BUILD)/emu/
 LIB       := $(BUILD)/libmcdl.a
 EMU_LIB   := $(BUILD)/libmcdl_cuda_emu.a
 GPU_LIB   := $(BUILD)/libmcdl_cuda.a
+TOOL_LIB  := $(BUILD)/libmcdl_tools.a
 TESTS     := $(BUILD)/mcdl_tests
 GPU_TESTS := $(BUILD)/mcdl_tests_gpu
 BENCH     := $(BUILD)/bench_linear
@@ -58,7 +65,7 @@ endif
 TEST_ARGS ?=
 
 .PHONY: all test test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
-all: cuda-note $(LIB) $(TESTS) $(GPU_TARGETS) $(BENCH)
+all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH)
 
 cuda-note:
 ifeq ($(NVCC),)
@@ -66,7 +73,7 @@ ifeq ($(NVCC),)
 endif
 
 # Depends on the nvcc build too, so a kernel that stops compiling for the GPU fails CI.
-test: $(TESTS) $(GPU_TARGETS)
+test: $(TESTS) $(TOOL_BINS) $(GPU_TARGETS)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(TESTS) --test-suite-exclude=slow $(TEST_ARGS)
 ifneq ($(NVCC),)
 	@# The real nvcc binary too: natively where a GPU is present, otherwise it must say so and exit 0.
@@ -116,6 +123,21 @@ $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(TOOL_LIB): $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Tools link the real CUDA library where nvcc exists (the CPU backend is always there).
+$(TOOL_BINS): %: $(BUILD)/tools/%.o $(TOOL_LIB) $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $(BUILD)/tools/$*.o $(TOOL_LIB) $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+
+# One folder's tests alone, for quick iteration: make build/tests_data && build/tests_data
+.SECONDEXPANSION:
+$(BUILD)/tests_%: $$(addprefix $(BUILD)/,$$(subst .cpp,.o,$$(wildcard tests/$$*/*.cpp))) $(BUILD)/tests/test_main.o \
+                  $(BUILD)/tests/gradcheck.o $(BUILD)/tests/cuda/parity.o $(BUILD)/tests/main/emulated_device.o \
+                  $(TOOL_LIB) $(LIB) $(EMU_LIB)
+	$(CXX) $^ $(LDLIBS) -o $@
+
 $(EMU_LIB): $(EMU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -124,7 +146,7 @@ $(GPU_LIB): $(GPU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(TESTS): $(TEST_OBJS) $(BUILD)/tests/main/emulated_device.o $(LIB) $(EMU_LIB)
+$(TESTS): $(TEST_OBJS) $(BUILD)/tests/main/emulated_device.o $(TOOL_LIB) $(LIB) $(EMU_LIB)
 	$(CXX) $^ $(LDLIBS) -o $@
 
 $(GPU_TESTS): $(GPU_TEST_SRCS:%.cpp=$(BUILD)/%.o) $(BUILD)/tests/main/gpu_device.o $(LIB) $(GPU_LIB)
@@ -137,6 +159,6 @@ $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(TOOL_BINS)
 
--include $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d
+-include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d

@@ -1,0 +1,40 @@
+// A GCD dataset as read from its on-disk layout: the training images in the reference
+// implementation's order, their original class ids, and which classes are "old" (known).
+//
+// Readers (data/datasets/*.cpp) fill this; data/gcd_split.h turns it into the labelled and
+// unlabelled sets. Images are either files (decoded on demand) or, for datasets stored as
+// arrays (CIFAR, Fashion-MNIST), pixels held in memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/image.h"
+
+namespace mcdl {
+
+struct DatasetItem {
+  std::string path;      // image file (absolute or relative to the working directory); empty when in memory
+  int64_t class_id = 0;  // the dataset's own class index (0-based), before the GCD remapping
+};
+
+struct Dataset {
+  std::string name;          // "cub", "fmnist", ...
+  std::string root;          // the data root it was read from
+  int64_t num_classes = 0;   // K: old + new
+  int64_t channels = 3;      // 3 (RGB) or 1 (grayscale; Fashion-MNIST)
+  std::vector<DatasetItem> train;  // every training image, in the reference order
+  // Pixels of train[i] when the dataset is stored as arrays (same indexing as train), else empty.
+  std::vector<Image> train_pixels;
+  // Old (known) classes in the order that defines the remapping (remapped label = position),
+  // then the new classes in their remapping order (Hard, Medium, Easy for the SSB datasets).
+  std::vector<int64_t> old_classes;
+  std::vector<int64_t> new_classes;
+  bool balanced_accuracy = false;  // report v2b too (Herbarium19)
+
+  int64_t size() const { return static_cast<int64_t>(train.size()); }
+  bool in_memory() const { return !train_pixels.empty(); }
+};
+
+}  // namespace mcdl
