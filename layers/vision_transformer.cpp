@@ -46,10 +46,22 @@ Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, 
   return x;
 }
 
-Tensor VisionTransformer::forward(const Tensor& images) {
-  size_t next = 0;
-  Tensor x = run_frozen_prefix(images, blocks.size() - 1, next);
-  for (; next + 1 < blocks.size(); ++next) x = blocks[next].forward(x);
+Tensor VisionTransformer::forward(const Tensor& images) { return forward_from_frozen(forward_frozen(images)); }
+
+int64_t VisionTransformer::frozen_depth() {
+  size_t end = 0;
+  while (end + 1 < blocks.size() && !blocks[end].any_trainable()) ++end;
+  return static_cast<int64_t>(end);
+}
+
+Tensor VisionTransformer::forward_frozen(const Tensor& images) {
+  size_t end = 0;
+  return run_frozen_prefix(images, blocks.size() - 1, end);
+}
+
+Tensor VisionTransformer::forward_from_frozen(const Tensor& tokens) {
+  Tensor x = tokens;
+  for (size_t next = static_cast<size_t>(frozen_depth()); next + 1 < blocks.size(); ++next) x = blocks[next].forward(x);
   Tensor cls = blocks.back().forward_first_token(x);  // [B, 1, D]
   return reshape(norm.forward(cls), {cls.size(0), cls.size(2)});
 }

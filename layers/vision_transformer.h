@@ -49,6 +49,15 @@ class VisionTransformer : public Module {
   // Every token after the final norm, [B, 1 + N, D], with full blocks throughout (the
   // reference for forward()).
   Tensor forward_tokens(const Tensor& images);
+  // forward() in two parts, for callers that reuse the frozen part (the evaluation cache: the
+  // frozen blocks and the test transform are deterministic, so their output never changes):
+  // frozen_depth() = the leading blocks with no trainable parameter (at most depth − 1);
+  // forward_frozen(images) = the tokens after them, [B, 1 + N, D], with no graph when nothing
+  // there trains; forward_from_frozen(tokens) = the remaining blocks, final norm, CLS [B, D].
+  // forward_from_frozen(forward_frozen(x)) == forward(x) exactly.
+  int64_t frozen_depth();
+  Tensor forward_frozen(const Tensor& images);
+  Tensor forward_from_frozen(const Tensor& tokens);
   // Patch tokens with the CLS token in front, plus the position embedding: [B, 1 + N, D].
   Tensor prepare_tokens(const Tensor& images);
 

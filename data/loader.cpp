@@ -1,0 +1,120 @@
+#include "data/loader.h"
+
+#include <cstring>
+
+#include "data/randaugment.h"
+#include "engine/error.h"
+#include "engine/random.h"
+
+namespace mcdl {
+
+Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream) {
+  switch (kind) {
+    case ViewKind::test:
+      return center_crop(resized, image_size, image_size);
+    case ViewKind::train:
+    case ViewKind::strong: {
+      const CropFlip cf = draw_random_crop_flip(stream, resized.height, resized.width, image_size);
+      Image view = crop(resized, cf.top, cf.left, image_size, image_size);
+      if (cf.flip) view = hflip(view);
+      if (kind == ViewKind::strong)
+        view = apply_randaugment(view, draw_randaugment(stream, view.height, view.width));
+      return view;
+    }
+    case ViewKind::pretrain: {
+      Image view = apply_resized_crop(resized, draw_random_resized_crop(stream, resized.height, resized.width),
+                                      image_size);
+      if (stream.uniform_float() < 0.5f) view = hflip(view);
+      return apply_randaugment(view, draw_randaugment(stream, view.height, view.width));
+    }
+  }
+  fail("loader: unknown view kind");
+}
+
+BatchLoader::BatchLoader(const ImageCache& cache, LoaderOptions options) : cache_(cache), options_(std::move(options)) {
+  check(!options_.views.empty(), "loader: no views requested");
+  check(options_.workers >= 1 && options_.prefetch >= 1, "loader: workers and prefetch must be at least 1");
+  check(static_cast<int64_t>(options_.normalization.mean.size()) == cache.channels(),
+        "loader: normalisation has ", options_.normalization.mean.size(), " channels, the images have ",
+        cache.channels());
+}
+
+BatchLoader::~BatchLoader() { stop_workers(); }
+
+void BatchLoader::stop_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  stopping_ = false;
+}
+
+void BatchLoader::start(int64_t epoch, std::vector<std::vector<int64_t>> batches) {
+  stop_workers();
+  batches_ = std::move(batches);
+  epoch_ = epoch;
+  next_to_build_ = next_to_return_ = 0;
+  ready_.clear();
+  error_ = nullptr;
+  for (int64_t w = 0; w < options_.workers; ++w) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void BatchLoader::worker_loop() {
+  for (;;) {
+    int64_t batch;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      // Bounded prefetch: never more than `prefetch` batches ahead of the consumer.
+      cv_.wait(lock, [&] {
+        return stopping_ || next_to_build_ >= static_cast<int64_t>(batches_.size()) ||
+               next_to_build_ < next_to_return_ + options_.prefetch;
+      });
+      if (stopping_ || next_to_build_ >= static_cast<int64_t>(batches_.size())) return;
+      batch = next_to_build_++;
+    }
+    try {
+      LoadedBatch built = build_batch(epoch_, batch);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ready_[batch] = std::move(built);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    cv_.notify_all();
+  }
+}
+
+bool BatchLoader::next(LoadedBatch& out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (next_to_return_ >= static_cast<int64_t>(batches_.size())) return false;
+  cv_.wait(lock, [&] { return error_ || ready_.count(next_to_return_) > 0; });
+  if (error_) std::rethrow_exception(error_);
+  out = std::move(ready_[next_to_return_]);
+  ready_.erase(next_to_return_);
+  ++next_to_return_;
+  lock.unlock();
+  cv_.notify_all();
+  return true;
+}
+
+LoadedBatch BatchLoader::build_batch(int64_t epoch, int64_t batch) const {
+  const std::vector<int64_t>& items = batches_[static_cast<size_t>(batch)];
+  const int64_t b = static_cast<int64_t>(items.size()), s = options_.image_size, c = cache_.channels();
+  LoadedBatch out;
+  out.batch = batch;
+  for (size_t v = 0; v < options_.views.size(); ++v) out.views.push_back(empty({b, c, s, s}));
+  for (int64_t i = 0; i < b; ++i) {
+    const Image resized = cache_.get(items[static_cast<size_t>(i)]);
+    for (size_t v = 0; v < options_.views.size(); ++v) {
+      RandomStream stream(options_.seed, stream_id("augment", {epoch, batch, i, static_cast<int64_t>(v)}));
+      const Image view = make_view(resized, options_.views[v], s, stream);
+      to_tensor_normalize(view, options_.normalization, out.views[v].data<float>() + i * c * s * s);
+    }
+  }
+  return out;
+}
+
+}  // namespace mcdl

@@ -1,0 +1,79 @@
+// Turns lists of training images into batches of normalised views, on worker threads with a
+// bounded prefetch queue, in order.
+//
+// Each view of each sample is drawn from its own generator stream
+// ("augment", epoch, batch, position, view) of the run's seed, so a batch's pixels depend only
+// on (seed, epoch, batch, position, view): never on the number of workers, on timing, or on
+// whether the run was resumed.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "data/image_cache.h"
+#include "data/transforms.h"
+#include "engine/tensor.h"
+
+namespace mcdl {
+
+enum class ViewKind {
+  test,      // center crop (the test transform after the cached resize)
+  train,     // random crop + horizontal flip (SimGCD's train transform)
+  strong,    // train, then RandAugment(2, 9, 31) on the crop (MCDL's strong view)
+  pretrain,  // random resized crop + flip + RandAugment (self-supervised pretraining views)
+};
+
+struct LoaderOptions {
+  int64_t image_size = 224;      // S: the crop fed to the model
+  Normalization normalization;   // per-channel mean and std
+  std::vector<ViewKind> views;   // one output tensor per entry
+  int64_t workers = 1;           // threads preparing batches
+  int64_t prefetch = 4;          // batches prepared ahead at most
+  uint64_t seed = 0;
+};
+
+// The views of one batch: views[v] is [B, C, S, S] f32 on the CPU.
+struct LoadedBatch {
+  int64_t batch = 0;
+  std::vector<Tensor> views;
+};
+
+// One view of one image, as the loader computes it (exposed for tools and tests).
+Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream);
+
+class BatchLoader {
+ public:
+  BatchLoader(const ImageCache& cache, LoaderOptions options);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // Starts preparing `batches` (train indices per batch) of `epoch`, skipping none; a previous
+  // epoch's unfinished work is abandoned.
+  void start(int64_t epoch, std::vector<std::vector<int64_t>> batches);
+  // The next batch in order; false when the epoch's batches are exhausted. Rethrows a worker's
+  // error (e.g. an image that fails to load).
+  bool next(LoadedBatch& out);
+
+ private:
+  void stop_workers();
+  void worker_loop();
+  LoadedBatch build_batch(int64_t epoch, int64_t batch) const;
+
+  const ImageCache& cache_;
+  LoaderOptions options_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+  std::vector<std::vector<int64_t>> batches_;
+  int64_t epoch_ = 0;
+  int64_t next_to_build_ = 0, next_to_return_ = 0;
+  std::map<int64_t, LoadedBatch> ready_;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+};
+
+}  // namespace mcdl

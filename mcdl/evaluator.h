@@ -1,0 +1,51 @@
+// The per-epoch evaluation: the unlabelled training images through the test transform
+// (resize, center crop, normalise), predictions = argmax of the logits.
+//
+// The frozen part of the backbone and the test transform never change during a run, so the
+// tokens after the frozen blocks are computed once and reused every epoch (exact: the same
+// numbers as a full forward pass). They are kept in host memory when they fit the budget and
+// recomputed from the images otherwise.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "data/image_cache.h"
+#include "data/transforms.h"
+#include "engine/tensor.h"
+#include "layers/simgcd_model.h"
+
+namespace mcdl {
+
+struct EvaluationOptions {
+  int64_t image_size = 224;
+  Normalization normalization;
+  int64_t batch_size = 256;
+  int64_t workers = 1;
+  int64_t memory_budget_bytes = int64_t{2} << 30;  // for the cached frozen tokens
+  Device device = Device::cpu();
+};
+
+class EvaluationSet {
+ public:
+  EvaluationSet(const ImageCache& cache, std::vector<int64_t> train_indices, EvaluationOptions options);
+  int64_t size() const { return static_cast<int64_t>(train_indices_.size()); }
+  // Argmax class per image, in train_indices order.
+  std::vector<int64_t> predict(SimGCDModel& model);
+  // The backbone's CLS features [N, D] on the CPU (L2-normalised when `normalise`).
+  Tensor features(VisionTransformer& backbone, bool normalise);
+  bool tokens_cached() const { return !frozen_tokens_.empty(); }
+
+ private:
+  std::vector<std::vector<int64_t>> batches() const;
+  // Calls visit(batch number, tokens after the frozen blocks on the device) for every batch.
+  template <class Visit>
+  void for_each_frozen_batch(VisionTransformer& backbone, Visit visit);
+
+  const ImageCache& cache_;
+  std::vector<int64_t> train_indices_;
+  EvaluationOptions options_;
+  std::vector<Tensor> frozen_tokens_;  // per batch, host f32, when cached
+  bool cache_decided_ = false;
+};
+
+}  // namespace mcdl

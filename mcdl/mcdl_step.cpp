@@ -1,0 +1,145 @@
+#include "mcdl/mcdl_step.h"
+
+#include <cmath>
+#include <optional>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "mcdl/cluster_accuracy.h"
+#include "mcdl/dcl_loss.h"
+
+namespace mcdl {
+namespace {
+
+Tensor index_tensor(const std::vector<int64_t>& values, Device device) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}, device);
+}
+
+Tensor zero_scalar(Device device) { return scalar_tensor(0.0, DType::f32, device); }
+
+}  // namespace
+
+McdlStep::McdlStep(const TrainConfig& config, int64_t num_classes) : config_(config), num_classes_(num_classes) {}
+
+McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Tensor& weak1, const Tensor& strong,
+                        const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
+                        const std::vector<int64_t>& bank_index, MemoryBank& bank_weak, MemoryBank& bank_strong,
+                        bool losses, int64_t epoch, int64_t iteration) {
+  const Device device = weak1.device();
+  const int64_t b = weak1.size(0);
+  const double temp = config_.student_temp;
+  McdlTerms terms{zero_scalar(device), zero_scalar(device), zero_scalar(device)};
+
+  // The strong view: with a graph only when L_self trains through it.
+  Tensor strong_logits;
+  {
+    std::optional<NoGradGuard> no_grad;
+    if (!losses) no_grad.emplace();
+    strong_logits = model.forward(strong).logits;
+  }
+  std::vector<int64_t> rows, slots;  // batch rows of the unlabelled samples, and their bank slots
+  for (int64_t i = 0; i < b; ++i)
+    if (!labelled[static_cast<size_t>(i)]) {
+      rows.push_back(i);
+      slots.push_back(bank_index[static_cast<size_t>(i)]);
+    }
+  if (rows.empty()) return terms;
+  const Tensor rows_t = index_tensor(rows, device), slots_t = index_tensor(slots, device);
+
+  // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
+  Tensor weak_probs, strong_probs;
+  {
+    NoGradGuard no_grad;
+    const Tensor logits = weak_out.logits.detach();
+    weak_probs = index_select((softmax(slice(logits, 0, 0, b) / temp) + softmax(slice(logits, 0, b, 2 * b) / temp)) * 0.5,
+                              rows_t);
+    strong_probs = index_select(softmax(strong_logits.detach() / temp), rows_t);
+  }
+  bank_weak.update(slots_t, weak_probs);
+  bank_strong.update(slots_t, strong_probs);
+  if (!losses) return terms;
+
+  const Consistency weak_c = bank_weak.consistency(slots_t), strong_c = bank_strong.consistency(slots_t);
+  const Tensor buckets = credibility_buckets(weak_c, strong_c, config_.mu);
+  const std::vector<int64_t> high = rows_in_bucket(buckets, Bucket::high);
+  const std::vector<int64_t> medium = rows_in_bucket(buckets, Bucket::medium);
+  const std::vector<int64_t> mode_w = weak_c.mode.to(Device::cpu()).to_vector<int64_t>();
+
+  // L_sup: labelled samples with their labels plus H with the weak bank's mode.
+  std::vector<int64_t> sup_labels = labels;
+  std::vector<uint8_t> is_high_row(static_cast<size_t>(b), 0);
+  for (int64_t h : high) {
+    sup_labels[static_cast<size_t>(rows[static_cast<size_t>(h)])] = mode_w[static_cast<size_t>(h)];
+    is_high_row[static_cast<size_t>(rows[static_cast<size_t>(h)])] = 1;
+  }
+  terms.sup = dcl_sup_loss(weak_out.projection, sup_labels, labelled, is_high_row, config_.tau_s);
+
+  // L_semi: MixMatch over X = H then M, on the first weak view.
+  if (!high.empty() || !medium.empty()) {
+    std::vector<int64_t> x_unlabelled = high;  // positions among the unlabelled rows
+    x_unlabelled.insert(x_unlabelled.end(), medium.begin(), medium.end());
+    std::vector<int64_t> x_rows, x_slots;
+    std::vector<uint8_t> x_is_high;
+    for (size_t i = 0; i < x_unlabelled.size(); ++i) {
+      x_rows.push_back(rows[static_cast<size_t>(x_unlabelled[i])]);
+      x_slots.push_back(slots[static_cast<size_t>(x_unlabelled[i])]);
+      x_is_high.push_back(i < high.size() ? 1 : 0);
+    }
+    const Tensor x_slots_t = index_tensor(x_slots, device);
+    Tensor targets;
+    {
+      NoGradGuard no_grad;
+      targets = mixmatch_targets(index_select(weak_c.mode, index_tensor(x_unlabelled, device)),
+                                 bank_weak.mean_probs(x_slots_t), bank_strong.mean_probs(x_slots_t), x_is_high,
+                                 config_.tau_u);
+    }
+    RandomStream stream(config_.seed, stream_id("mixmatch", {epoch, iteration}));
+    const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, config_.mix_alpha);
+    const Tensor mixed_images = mix(index_select(weak1, index_tensor(x_rows, device)), plan);
+    const Tensor mixed_targets = mix(targets, plan);
+    terms.semi = semi_loss(model.forward(mixed_images).logits, mixed_targets, x_is_high, temp);
+  }
+  terms.self = self_loss(weak_probs, index_select(strong_logits, rows_t), config_.tau_u, temp);
+  return terms;
+}
+
+BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
+                           const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions) {
+  BucketReport report;
+  const int64_t n = bank_weak.num_samples();
+  NoGradGuard no_grad;
+  const Tensor all = arange(n, DType::i64, bank_weak.device());
+  const Consistency weak_c = bank_weak.consistency(all), strong_c = bank_strong.consistency(all);
+  const Tensor buckets = credibility_buckets(weak_c, strong_c, mu);
+  report.counts = count_buckets(buckets);
+  const std::vector<int64_t> cluster_to_class = v2_assignment(truth, predictions);
+  auto mapped = [&](int64_t cluster) {
+    return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
+               ? cluster_to_class[static_cast<size_t>(cluster)]
+               : -1;
+  };
+  auto accuracy = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& pseudo) {
+    if (members.empty()) return std::nan("");
+    int64_t correct = 0;
+    for (size_t i = 0; i < members.size(); ++i)
+      correct += mapped(pseudo[i]) == truth[static_cast<size_t>(members[i])] ? 1 : 0;
+    return static_cast<double>(correct) / static_cast<double>(members.size());
+  };
+  const std::vector<int64_t> high = rows_in_bucket(buckets, Bucket::high);
+  const std::vector<int64_t> medium = rows_in_bucket(buckets, Bucket::medium);
+  const std::vector<int64_t> mode_w = weak_c.mode.to(Device::cpu()).to_vector<int64_t>();
+  std::vector<int64_t> high_pseudo;
+  for (int64_t i : high) high_pseudo.push_back(mode_w[static_cast<size_t>(i)]);
+  report.high_accuracy = accuracy(high, high_pseudo);
+  std::vector<int64_t> medium_pseudo;
+  if (!medium.empty()) {
+    const Tensor idx = from_vector(medium, {static_cast<int64_t>(medium.size())}, bank_weak.device());
+    const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
+    medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
+  }
+  report.medium_accuracy = accuracy(medium, medium_pseudo);
+  return report;
+}
+
+}  // namespace mcdl

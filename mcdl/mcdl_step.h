@@ -1,0 +1,46 @@
+// MCDL's part of one training iteration (mcdl-spec §2–4), after SimGCD's forward pass on the
+// two weak views: the strong view's forward pass, the memory-bank update, the credibility
+// buckets, and L_sup, L_semi (with the forward pass of the mixed images) and L_self.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "layers/simgcd_model.h"
+#include "mcdl/credibility.h"
+#include "mcdl/memory_bank.h"
+#include "mcdl/train_config.h"
+
+namespace mcdl {
+
+struct McdlTerms {
+  Tensor sup, semi, self;  // scalars (zero before mcdl_start)
+};
+
+class McdlStep {
+ public:
+  McdlStep(const TrainConfig& config, int64_t num_classes);
+  // weak_out: the model's output on [weak1; weak2] (2B rows). bank_index[i]: the sample's slot
+  // in the banks, −1 for a labelled sample. With `losses` false (before mcdl_start) only the
+  // banks are updated and the strong view runs without a graph.
+  McdlTerms run(SimGCDModel& model, const HeadOutput& weak_out, const Tensor& weak1, const Tensor& strong,
+                const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
+                const std::vector<int64_t>& bank_index, MemoryBank& bank_weak, MemoryBank& bank_strong, bool losses,
+                int64_t epoch, int64_t iteration);
+
+ private:
+  const TrainConfig& config_;
+  int64_t num_classes_;
+};
+
+// The end-of-epoch picture of the banks over the whole unlabelled set: bucket sizes, and the
+// pseudo-label accuracy of the high and medium samples (the paper's Table 6), their pseudo
+// labels (high: the weak bank's mode; medium: the argmax of the mean of both banks' means)
+// mapped to classes through the epoch's v2 assignment of `predictions` to `truth`.
+struct BucketReport {
+  BucketCounts counts;
+  double high_accuracy = 0.0, medium_accuracy = 0.0;  // NaN for an empty bucket
+};
+BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
+                           const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions);
+
+}  // namespace mcdl

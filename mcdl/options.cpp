@@ -1,0 +1,123 @@
+#include "mcdl/options.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/error.h"
+
+namespace mcdl {
+namespace {
+
+template <class T>
+T parse_number(const std::string& name, const std::string& value, const char* what) {
+  std::istringstream in(value);
+  T v{};
+  in >> v;
+  check(!value.empty() && !in.fail() && in.eof(), "--", name, ": expected ", what, ", got '", value, "'");
+  return v;
+}
+
+std::string value_text(const ConfigOption& option) {
+  return std::visit(
+      [](auto* field) {
+        using T = std::remove_pointer_t<decltype(field)>;
+        if constexpr (std::is_same_v<T, std::string>) return *field;
+        else if constexpr (std::is_same_v<T, bool>) return std::string(*field ? "true" : "false");
+        else {
+          std::ostringstream os;
+          os << *field;
+          return os.str();
+        }
+      },
+      option.field);
+}
+
+}  // namespace
+
+void set_option(const std::vector<ConfigOption>& options, const std::string& name, const std::string& value) {
+  for (const auto& option : options) {
+    if (option.name != name) continue;
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            *field = value;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            check(value == "true" || value == "false" || value == "1" || value == "0", "--", name,
+                  ": expected true or false, got '", value, "'");
+            *field = value == "true" || value == "1";
+          } else if constexpr (std::is_same_v<T, double>) {
+            *field = parse_number<double>(name, value, "a number");
+          } else {
+            check(std::is_signed_v<T> || value.find('-') == std::string::npos, "--", name,
+                  ": expected a non-negative integer, got '", value, "'");
+            *field = parse_number<T>(name, value, "an integer");
+          }
+        },
+        option.field);
+    return;
+  }
+  fail("unknown option --", name, " (see --help)");
+}
+
+std::string options_to_json(const std::vector<ConfigOption>& options,
+                            const std::vector<std::pair<std::string, std::string>>& extra) {
+  nlohmann::ordered_json j;
+  for (const auto& [key, value] : extra) j[key] = value;
+  for (const auto& option : options) std::visit([&](auto* field) { j[option.name] = *field; }, option.field);
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::pair<std::string, std::string>> options_from_json_file(const std::vector<ConfigOption>& options,
+                                                                        const std::string& path,
+                                                                        const std::vector<std::string>& extra_keys) {
+  std::ifstream in(path);
+  check(in.good(), "cannot read the config file ", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    fail("config file ", path, " is not valid JSON: ", e.what());
+  }
+  check(j.is_object(), "config file ", path, ": expected a JSON object");
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (auto& [key, value] : j.items()) {
+    std::string text;
+    if (value.is_string()) text = value.get<std::string>();
+    else if (value.is_boolean()) text = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_integer() || value.is_number_unsigned()) text = value.dump();
+    else if (value.is_number_float()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << value.get<double>();
+      text = os.str();
+    } else {
+      fail("config file ", path, ": '", key, "' has an unsupported value ", value.dump());
+    }
+    if (std::find(extra_keys.begin(), extra_keys.end(), key) != extra_keys.end()) {
+      extra.emplace_back(key, text);
+      continue;
+    }
+    try {
+      set_option(options, key, text);
+    } catch (const Error& e) {
+      fail("config file ", path, ": ", e.what());
+    }
+  }
+  return extra;
+}
+
+std::string options_help(const std::vector<ConfigOption>& options) {
+  std::string out;
+  for (const auto& option : options) {
+    const std::string value = value_text(option);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "  --%-22s ", option.name.c_str());
+    out += buf + option.help + (value.empty() ? "" : " [" + value + "]") + "\n";
+  }
+  return out;
+}
+
+}  // namespace mcdl

@@ -1,0 +1,103 @@
+#include "mcdl/train_config.h"
+
+#include "engine/error.h"
+
+namespace mcdl {
+
+double effective_memax_weight(const TrainConfig& c) {
+  if (c.memax_weight >= 0) return c.memax_weight;
+  // SimGCD's scripts: CUB 2, CIFAR-100 4, every other dataset 1.
+  if (c.dataset == "cub") return 2.0;
+  if (c.dataset == "cifar100") return 4.0;
+  return 1.0;
+}
+
+int64_t effective_mcdl_start(const TrainConfig& c) {
+  return c.mcdl_start >= 0 ? c.mcdl_start : c.epochs / 10;  // 20 of 200, as the public MCDL code
+}
+
+std::vector<ConfigOption> config_options(TrainConfig& c) {
+  return {
+      {"data-root", "dataset folder (default: the dataset's usual location)", &c.data_root},
+      {"weights", "backbone weights (.safetensors from mcdl_convert or mcdl_pretrain)", &c.weights},
+      {"model", "model spec when no --weights is given, e.g. img=28,patch=7,dim=64,depth=4,heads=4,chans=1", &c.model},
+      {"head-hidden", "hidden width of the SimGCD head's projection MLP", &c.head_hidden},
+      {"head-bottleneck", "output width of the projection MLP", &c.head_bottleneck},
+      {"method", "simgcd+mcdl (default), simgcd or kmeans", &c.method},
+      {"device", "auto (GPU when present), cpu or cuda", &c.device},
+      {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
+      {"seed", "seed of every random draw (sampler, augmentation, initialisation, MixMatch)", &c.seed},
+      {"image-size", "crop size S fed to the model; images are resized to int(S/0.875) first", &c.image_size},
+      {"prop-labelled", "fraction of the old-class training images that are labelled", &c.prop_labelled},
+      {"max-train", "use only the first N training images (0: all)", &c.max_train},
+      {"num-classes", "total number of classes K (folder layout)", &c.num_classes},
+      {"workers", "data loader threads (0: automatic)", &c.workers},
+      {"cache-mem", "image cache memory budget in MiB (0: a quarter of the RAM)", &c.cache_mem_mb},
+      {"cache-dir", "keep the decoded, resized images here so later runs skip decoding", &c.cache_dir},
+      {"skip-bad-images", "drop unreadable images (after the split is drawn) instead of stopping", &c.skip_bad_images},
+      {"epochs", "training epochs", &c.epochs},
+      {"batch-size", "samples per batch (each gives 2 views, 3 with MCDL)", &c.batch_size},
+      {"lr", "SGD learning rate", &c.lr},
+      {"lr-min-factor", "cosine annealing ends at lr times this", &c.lr_min_factor},
+      {"momentum", "SGD momentum", &c.momentum},
+      {"weight-decay", "weight decay on weights (not on biases and norm parameters)", &c.weight_decay},
+      {"grad-from-block", "first trainable backbone block (-1: the last block only)", &c.grad_from_block},
+      {"max-iters", "stop after this many iterations in all (0: no limit)", &c.max_iters},
+      {"student-temp", "student temperature of the classifier logits", &c.student_temp},
+      {"warmup-teacher-temp", "teacher temperature at epoch 0", &c.warmup_teacher_temp},
+      {"teacher-temp", "teacher temperature after the warm-up", &c.teacher_temp},
+      {"warmup-teacher-epochs", "epochs of the linear teacher-temperature warm-up", &c.warmup_teacher_epochs},
+      {"memax-weight", "mean-entropy weight (-1: the dataset's value)", &c.memax_weight},
+      {"sup-weight", "weight of the supervised terms in SimGCD's loss", &c.sup_weight},
+      {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
+      {"mcdl-start", "epoch from which the MCDL losses apply (-1: 10% of the epochs)", &c.mcdl_start},
+      {"lambda", "weight of L_semi + L_self", &c.lambda},
+      {"tau-s", "temperature of L_sup", &c.tau_s},
+      {"tau-u", "sharpening temperature", &c.tau_u},
+      {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
+      {"kmeans-restarts", "k-means restarts (kmeans method)", &c.kmeans_restarts},
+      {"kmeans-iters", "k-means iterations per restart", &c.kmeans_iters},
+      {"keep-every", "also keep the checkpoint of every N-th epoch (0: only the last)", &c.keep_every},
+      {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
+      {"progress", "progress bar on a terminal (true/false)", &c.progress},
+  };
+}
+
+void set_config_option(TrainConfig& config, const std::string& name, const std::string& value) {
+  set_option(config_options(config), name, value);
+}
+
+std::string config_to_json(const TrainConfig& config) {
+  TrainConfig copy = config;
+  return options_to_json(config_options(copy), {{"dataset", copy.dataset}});
+}
+
+TrainConfig config_from_json_file(const std::string& path) {
+  TrainConfig config;
+  for (const auto& [key, value] : options_from_json_file(config_options(config), path, {"dataset"}))
+    config.dataset = value;
+  return config;
+}
+
+void validate_config(const TrainConfig& c) {
+  check(c.method == "simgcd" || c.method == "simgcd+mcdl" || c.method == "kmeans", "--method: expected simgcd, ",
+        "simgcd+mcdl or kmeans, got '", c.method, "'");
+  check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "--device: expected auto, cpu or cuda, got '",
+        c.device, "'");
+  check(c.epochs > 0, "--epochs must be positive");
+  check(c.batch_size >= 2, "--batch-size must be at least 2");
+  check(c.image_size > 0, "--image-size must be positive");
+  check(c.prop_labelled > 0 && c.prop_labelled < 1, "--prop-labelled must be in (0, 1)");
+  check(c.lr > 0, "--lr must be positive");
+  check(c.mu >= 1, "--mu must be at least 1");
+  check(c.tau_s > 0 && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0,
+        "temperatures must be positive");
+  check(c.mix_alpha > 0, "--mix-alpha must be positive");
+  check(c.max_train >= 0 && c.max_iters >= 0 && c.keep_every >= 0 && c.workers >= 0 && c.cache_mem_mb >= 0,
+        "--max-train, --max-iters, --keep-every, --workers and --cache-mem must not be negative");
+  check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
+  check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
+  check(c.kmeans_restarts >= 1 && c.kmeans_iters >= 1, "--kmeans-restarts and --kmeans-iters must be positive");
+}
+
+}  // namespace mcdl

@@ -1,0 +1,83 @@
+// Every setting of a training run, with the reference's defaults, in one table: the command
+// line (--name value), the run directory's config.json and the help text all come from it, so
+// a saved config.json passed back with --config reproduces the run.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mcdl/options.h"
+
+namespace mcdl {
+
+struct TrainConfig {
+  // What to run.
+  std::string dataset;                 // cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder
+  std::string data_root;               // empty: the dataset's default location
+  std::string weights;                 // backbone (.safetensors from mcdl_convert or mcdl_pretrain)
+  std::string model;                   // model spec when no weights file is given (layers/vit_config.h)
+  int64_t head_hidden = 2048;          // SimGCD head MLP: D → hidden → hidden → bottleneck
+  int64_t head_bottleneck = 256;
+  std::string method = "simgcd+mcdl";  // simgcd, simgcd+mcdl, kmeans
+  std::string device = "auto";         // auto, cpu, cuda
+  std::string out;                     // run directory
+  uint64_t seed = 0;
+  // Data.
+  int64_t image_size = 224;            // S: crop size; the resize is int(S / 0.875)
+  double prop_labelled = 0.5;          // fraction of old-class training images that are labelled
+  int64_t max_train = 0;               // keep the first N training images (0: all)
+  int64_t num_classes = 0;             // K for the folder layout
+  int64_t workers = 0;                 // loader threads (0: automatic)
+  int64_t cache_mem_mb = 0;            // image cache budget in MiB (0: a quarter of the RAM)
+  std::string cache_dir;               // keep the decoded image cache here across runs
+  bool skip_bad_images = false;
+  // Optimisation (SimGCD).
+  int64_t epochs = 200;
+  int64_t batch_size = 128;
+  double lr = 0.1;
+  double lr_min_factor = 1e-3;         // cosine annealing to lr · factor
+  double momentum = 0.9;
+  double weight_decay = 5e-5;
+  int64_t grad_from_block = -1;        // −1: the last block only
+  int64_t max_iters = 0;               // stop after this many iterations in all (0: no limit)
+  // SimGCD losses.
+  double student_temp = 0.1;
+  double warmup_teacher_temp = 0.07;
+  double teacher_temp = 0.04;
+  int64_t warmup_teacher_epochs = 30;
+  double memax_weight = -1.0;          // −1: the dataset's value (CUB 2, CIFAR-100 4, others 1)
+  double sup_weight = 0.35;
+  // MCDL.
+  int64_t mu = 16;                     // memory bank length
+  int64_t mcdl_start = -1;             // −1: 10% of the epochs
+  double lambda = 0.35;
+  double tau_s = 0.04;                 // L_sup temperature
+  double tau_u = 0.7;                  // sharpening temperature
+  double mix_alpha = 0.5;              // MixMatch Beta(α, α)
+  // k-means baseline.
+  int64_t kmeans_restarts = 10;
+  int64_t kmeans_iters = 300;
+  // Output.
+  int64_t keep_every = 0;              // also keep every N-th epoch's checkpoint
+  int64_t eval_batch_size = 256;
+  bool progress = true;                // progress bar on a terminal
+};
+
+// The values the run actually uses after dataset defaults (memax weight, mcdl_start,
+// grad_from_block need the dataset / model).
+double effective_memax_weight(const TrainConfig& config);
+int64_t effective_mcdl_start(const TrainConfig& config);
+
+// The table over `config`'s fields (pointers into it).
+std::vector<ConfigOption> config_options(TrainConfig& config);
+
+// Sets one option from its text value (flags: "true"/"false"); the error names the option
+// and what it expects.
+void set_config_option(TrainConfig& config, const std::string& name, const std::string& value);
+std::string config_to_json(const TrainConfig& config);
+// Reads a config.json (unknown keys are an error, so a typo never passes silently).
+TrainConfig config_from_json_file(const std::string& path);
+// Checks ranges and combinations; the message names the option.
+void validate_config(const TrainConfig& config);
+
+}  // namespace mcdl

@@ -1,0 +1,426 @@
+#include "mcdl/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "data/gcd_split.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "engine/autograd.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "engine/optim/schedule.h"
+#include "engine/optim/sgd.h"
+#include "engine/safetensors.h"
+#include "layers/backbone_file.h"
+#include "layers/simgcd_model.h"
+#include "mcdl/credibility.h"
+#include "mcdl/evaluator.h"
+#include "mcdl/kmeans.h"
+#include "mcdl/mcdl_step.h"
+#include "mcdl/memory_bank.h"
+#include "mcdl/progress.h"
+#include "mcdl/run_directory.h"
+#include "mcdl/simgcd_loss.h"
+#include "mcdl/training_data.h"
+
+namespace mcdl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The model of the run: the backbone from --weights (or a fresh one from --model), the SimGCD
+// head with K outputs initialised from the seed, then the freezing rule.
+std::unique_ptr<SimGCDModel> build_model(const TrainConfig& config, int64_t num_classes) {
+  ModelConfig model_config;
+  BackboneFile weights;
+  if (!config.weights.empty()) {
+    weights = load_backbone_file(config.weights);
+    model_config.backbone = weights.config.backbone;
+  } else {
+    check(!config.model.empty(), "no backbone weights: pass --weights FILE. Download DINO's ViT-B/16 from ",
+          "https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth and convert it ",
+          "with ./mcdl_convert dino_vitbase16_pretrain.pth -o dino_vitb16.safetensors (see the README), or pass ",
+          "--model SPEC for a randomly initialised backbone");
+    model_config.backbone = parse_model_config(config.model).backbone;
+  }
+  model_config.head.hidden_dim = config.head_hidden;
+  model_config.head.bottleneck_dim = config.head_bottleneck;
+  model_config.head.num_classes = num_classes;
+  auto model = std::make_unique<SimGCDModel>(model_config);
+  model->initialize(config.seed);
+  if (!config.weights.empty()) model->backbone.load_parameters(weights.tensors);
+  const int64_t depth = model_config.backbone.depth;
+  const int64_t from = config.grad_from_block >= 0 ? config.grad_from_block : depth - 1;
+  check(from < depth, "--grad-from-block ", from, " is past the last block (the backbone has ", depth, ")");
+  model->set_grad_from_block(from);
+  return model;
+}
+
+// SimGCD's parameter groups: weight decay on weights, none on biases and 1-D parameters.
+std::vector<ParamGroup> parameter_groups(SimGCDModel& model, double lr, double weight_decay) {
+  ParamGroup decay{"decay", {}, lr, weight_decay}, no_decay{"no_decay", {}, lr, 0.0};
+  for (auto& p : model.trainable_parameters()) {
+    const bool is_bias = p.name.size() >= 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0;
+    (is_bias || p.tensor.dim() <= 1 ? no_decay : decay).params.push_back(p);
+  }
+  return {decay, no_decay};
+}
+
+void check_finite(const Tensor& value, const char* term, int64_t epoch, int64_t iteration, const RunDirectory& run,
+                  int64_t last_good_epoch) {
+  const double v = value.item();
+  if (std::isfinite(v)) return;
+  fail("loss term '", term, "' became ", v, " at epoch ", epoch, ", iteration ", iteration,
+       "; training stopped. ",
+       last_good_epoch > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +
+                                 std::to_string(last_good_epoch) + "); resume with --resume " + run.path() +
+                                 " after lowering --lr"
+                           : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+}
+
+std::map<std::string, Tensor> prefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : tensors) out[prefix + name] = t;
+  return out;
+}
+
+std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : tensors)
+    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = t;
+  return out;
+}
+
+std::string percent(double v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * v);
+  return buf;
+}
+
+class Trainer {
+ public:
+  Trainer(TrainConfig config, bool resume);
+  RunSummary run();
+
+ private:
+  RunSummary run_kmeans();
+  void train_epoch(int64_t epoch, MetricsRow& sums);
+  void evaluate(int64_t epoch, MetricsRow& row, bool final);
+  void save_checkpoint(int64_t epochs_completed);
+  void load_checkpoint();
+  void write_predictions(const std::vector<int64_t>& predictions);
+  int64_t loader_workers() const;
+
+  TrainConfig config_;
+  bool resume_;
+  Device device_;
+  RunDirectory run_;
+  TrainingData data_;
+  std::unique_ptr<SimGCDModel> model_;
+  std::unique_ptr<Sgd> optimizer_;
+  std::unique_ptr<MemoryBank> bank_weak_, bank_strong_;
+  std::unique_ptr<EvaluationSet> eval_;
+  SimGCDLossConfig loss_config_;
+  int64_t start_epoch_ = 0;
+  int64_t iterations_ = 0;
+  bool stop_ = false;
+  ClusterAccuracy last_accuracy_{};
+};
+
+TrainConfig resolved_config(TrainConfig config, bool resume) {
+  if (resume) {
+    const std::string out = config.out;
+    const std::string saved = (std::filesystem::path(out) / "config.json").string();
+    check(std::filesystem::exists(saved), "--resume ", out, ": no config.json there (is it a run directory?)");
+    config = config_from_json_file(saved);
+    config.out = out;
+  }
+  validate_config(config);
+  return config;
+}
+
+Trainer::Trainer(TrainConfig config, bool resume)
+    : config_(resolved_config(std::move(config), resume)),
+      resume_(resume),
+      device_(select_device(config_.device)),
+      run_(config_.out),
+      data_(load_training_data(config_)) {
+  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
+               config_.dataset.c_str(), static_cast<long long>(data_.dataset.size()),
+               static_cast<long long>(data_.num_classes()), static_cast<long long>(data_.num_old_classes()),
+               data_.labelled.size(), data_.unlabelled.size());
+  if (!resume_) {
+    run_.write_text("config.json", config_to_json(config_));
+    write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
+  }
+  model_ = build_model(config_, data_.num_classes());
+  model_->to(device_);
+  optimizer_ = std::make_unique<Sgd>(parameter_groups(*model_, config_.lr, config_.weight_decay),
+                                     SgdOptions{config_.momentum, false});
+  loss_config_.student_temp = config_.student_temp;
+  loss_config_.warmup_teacher_temp = config_.warmup_teacher_temp;
+  loss_config_.teacher_temp = config_.teacher_temp;
+  loss_config_.warmup_teacher_epochs = config_.warmup_teacher_epochs;
+  loss_config_.epochs = config_.epochs;
+  loss_config_.memax_weight = effective_memax_weight(config_);
+  loss_config_.sup_weight = config_.sup_weight;
+  if (config_.method == "simgcd+mcdl") {
+    const int64_t n = static_cast<int64_t>(data_.unlabelled.size());
+    bank_weak_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
+    bank_strong_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
+  }
+  EvaluationOptions eval_options;
+  eval_options.image_size = config_.image_size;
+  eval_options.normalization = data_.normalization;
+  eval_options.batch_size = config_.eval_batch_size;
+  eval_options.workers = loader_workers();
+  eval_options.device = device_;
+  eval_ = std::make_unique<EvaluationSet>(*data_.cache, data_.unlabelled, eval_options);
+  if (resume_) load_checkpoint();
+}
+
+int64_t Trainer::loader_workers() const {
+  if (config_.workers > 0) return config_.workers;
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // On the CPU backend the model itself uses every core; on a GPU the loader gets them.
+  return device_.is_cpu() ? 1 : std::max<int64_t>(1, cores - 1);
+}
+
+RunSummary Trainer::run() {
+  if (config_.method == "kmeans") return run_kmeans();
+  const auto start = Clock::now();
+  const CosineAnnealing schedule(config_.lr, config_.epochs, config_.lr * config_.lr_min_factor);
+  for (int64_t epoch = start_epoch_; epoch < config_.epochs && !stop_; ++epoch) {
+    const auto epoch_start = Clock::now();
+    optimizer_->set_lr(schedule.lr_at(epoch));
+    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
+    train_epoch(epoch, row);
+    const bool final = stop_ || epoch + 1 == config_.epochs;
+    evaluate(epoch, row, final);
+    row.push_back({"seconds", seconds_since(epoch_start)});
+    run_.append_metrics(row);
+    save_checkpoint(epoch + 1);
+    if (epoch == start_epoch_ && device_.is_cpu())
+      std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
+  }
+  RunSummary summary;
+  summary.accuracy = last_accuracy_;
+  summary.iterations = iterations_;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
+  const bool mcdl = config_.method == "simgcd+mcdl";
+  const bool mcdl_losses = mcdl && epoch >= effective_mcdl_start(config_);
+  const GcdSampler sampler(static_cast<int64_t>(data_.labelled.size()), static_cast<int64_t>(data_.unlabelled.size()),
+                           config_.batch_size, config_.seed);
+  const std::vector<SampledItem> draws = sampler.draw_epoch(epoch);
+  const int64_t num_batches = sampler.batches_per_epoch(), b = config_.batch_size;
+  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
+  for (int64_t i = 0; i < num_batches * b; ++i) {
+    const SampledItem& item = draws[static_cast<size_t>(i)];
+    batches[static_cast<size_t>(i / b)].push_back(item.labelled ? data_.labelled[static_cast<size_t>(item.index)]
+                                                                : data_.unlabelled[static_cast<size_t>(item.index)]);
+  }
+  LoaderOptions loader_options;
+  loader_options.image_size = config_.image_size;
+  loader_options.normalization = data_.normalization;
+  loader_options.views = {ViewKind::train, ViewKind::train};
+  if (mcdl) loader_options.views.push_back(ViewKind::strong);
+  loader_options.workers = loader_workers();
+  loader_options.prefetch = std::max<int64_t>(2, 2 * loader_options.workers);
+  loader_options.seed = config_.seed;
+  BatchLoader loader(*data_.cache, loader_options);
+  loader.start(epoch, batches);
+
+  const std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon",
+                                          "l_sup", "l_semi", "l_self"};
+  std::vector<double> sums(names.size(), 0.0);
+  McdlStep mcdl_step(config_, data_.num_classes());
+  ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), num_batches,
+                  config_.progress);
+  LoadedBatch batch;
+  int64_t done = 0;
+  const int64_t last_good = epoch;  // epochs completed, so checkpointed
+  while (loader.next(batch)) {
+    const int64_t it = batch.batch;
+    std::vector<int64_t> labels(static_cast<size_t>(b));
+    std::vector<uint8_t> labelled(static_cast<size_t>(b));
+    std::vector<int64_t> bank_index(static_cast<size_t>(b), -1);
+    for (int64_t i = 0; i < b; ++i) {
+      const SampledItem& item = draws[static_cast<size_t>(it * b + i)];
+      labels[static_cast<size_t>(i)] = data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]);
+      labelled[static_cast<size_t>(i)] = item.labelled ? 1 : 0;
+      if (!item.labelled) bank_index[static_cast<size_t>(i)] = item.index;
+    }
+    const Tensor weak1 = batch.views[0].to(device_), weak2 = batch.views[1].to(device_);
+    const HeadOutput out = model_->forward(concat({weak1, weak2}, 0));
+    const SimGCDLossTerms simgcd = simgcd_loss(out.logits, out.projection, labels, labelled, epoch, loss_config_);
+    Tensor total = simgcd.total;
+    std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
+    if (mcdl) {
+      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2].to(device_), labels, labelled,
+                                            bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
+      if (mcdl_losses) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
+      terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
+    }
+    check_finite(total, "total", epoch, it, run_, last_good);
+    std::vector<double> values = {total.item()};
+    for (size_t t = 0; t < terms.size(); ++t) {
+      check_finite(terms[t], names[t + 1].c_str(), epoch, it, run_, last_good);
+      values.push_back(terms[t].item());
+    }
+    optimizer_->zero_grad();
+    total.backward();
+    optimizer_->step();
+    for (size_t t = 0; t < values.size(); ++t) sums[t] += values[t];
+    ++done;
+    ++iterations_;
+    char status[64];
+    std::snprintf(status, sizeof status, "loss %.4f", sums[0] / static_cast<double>(done));
+    bar.update(done, done * b, status);
+    if (config_.max_iters > 0 && iterations_ >= config_.max_iters) {
+      stop_ = true;
+      break;
+    }
+  }
+  bar.finish();
+  for (size_t t = 0; t < names.size(); ++t) {
+    if (!mcdl && t >= 6) break;
+    row.push_back({names[t], done > 0 ? sums[t] / static_cast<double>(done) : std::nan("")});
+  }
+  row.push_back({"iterations", static_cast<double>(done)});
+}
+
+void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
+  const std::vector<int64_t> predictions = eval_->predict(*model_);
+  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  const std::vector<bool> is_old = data_.unlabelled_is_old();
+  const ClusterAccuracy acc = split_cluster_acc_v2(truth, predictions, is_old);
+  last_accuracy_ = acc;
+  row.push_back({"all", acc.all});
+  row.push_back({"old", acc.old_classes});
+  row.push_back({"new", acc.new_classes});
+  if (data_.dataset.balanced_accuracy) {
+    const ClusterAccuracy bal = split_cluster_acc_v2b(truth, predictions, is_old);
+    row.push_back({"all_v2b", bal.all});
+    row.push_back({"old_v2b", bal.old_classes});
+    row.push_back({"new_v2b", bal.new_classes});
+  }
+  std::string buckets;
+  if (bank_weak_) {
+    const BucketReport report = bucket_report(*bank_weak_, *bank_strong_, config_.mu, truth, predictions);
+    row.push_back({"high", static_cast<double>(report.counts.high)});
+    row.push_back({"medium", static_cast<double>(report.counts.medium)});
+    row.push_back({"low", static_cast<double>(report.counts.low)});
+    row.push_back({"high_pseudo_acc", report.high_accuracy});
+    row.push_back({"medium_pseudo_acc", report.medium_accuracy});
+    buckets = "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
+              std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
+              percent(report.medium_accuracy);
+  }
+  // The summary line: every loss term, lr, accuracy and buckets.
+  std::string losses;
+  for (size_t i = 2; i < row.size(); ++i) {
+    if (row[i].first == "iterations") break;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", i == 2 ? "" : " ", row[i].first.c_str(), row[i].second);
+    losses += buf;
+  }
+  std::printf("epoch %lld/%lld  %s  lr %.5f  All %s Old %s New %s%s\n", static_cast<long long>(epoch + 1),
+              static_cast<long long>(config_.epochs), losses.c_str(), row[1].second, percent(acc.all).c_str(),
+              percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str());
+  std::fflush(stdout);
+  if (final) write_predictions(predictions);
+}
+
+void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
+  std::string csv = "id,prediction,label,old\n";
+  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  for (size_t i = 0; i < predictions.size(); ++i)
+    csv += std::to_string(data_.unlabelled[i]) + "," + std::to_string(predictions[i]) + "," +
+           std::to_string(truth[i]) + "," + (truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
+  run_.write_text("predictions.csv", csv);
+}
+
+void Trainer::save_checkpoint(int64_t epochs_completed) {
+  std::map<std::string, Tensor> tensors = prefixed("model.", model_->state_dict());
+  for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
+  if (bank_weak_) {
+    for (auto& [name, t] : prefixed("bank_weak.", bank_weak_->state())) tensors[name] = t;
+    for (auto& [name, t] : prefixed("bank_strong.", bank_strong_->state())) tensors[name] = t;
+  }
+  run_.save_checkpoint(tensors,
+                       {{"epochs_completed", std::to_string(epochs_completed)},
+                        {"iterations", std::to_string(iterations_)},
+                        {"config", config_to_json(config_)},
+                        {"model_config", model_config_to_json(model_->config())}},
+                       epochs_completed - 1, config_.keep_every);
+}
+
+void Trainer::load_checkpoint() {
+  check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
+        ")");
+  SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  auto meta = [&](const char* key) {
+    auto it = file.metadata.find(key);
+    check(it != file.metadata.end(), "checkpoint ", run_.last_checkpoint(), " has no '", key, "' entry");
+    return it->second;
+  };
+  start_epoch_ = std::stoll(meta("epochs_completed"));
+  iterations_ = std::stoll(meta("iterations"));
+  model_->load_parameters(unprefixed("model.", file.tensors));
+  optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
+  if (bank_weak_) {
+    bank_weak_->load_state(unprefixed("bank_weak.", file.tensors));
+    bank_strong_->load_state(unprefixed("bank_strong.", file.tensors));
+  }
+  run_.truncate_metrics(start_epoch_);
+  std::fprintf(stderr, "resuming %s after epoch %lld\n", run_.path().c_str(), static_cast<long long>(start_epoch_));
+  if (start_epoch_ >= config_.epochs) stop_ = true;
+}
+
+RunSummary Trainer::run_kmeans() {
+  const auto start = Clock::now();
+  const Tensor features = eval_->features(model_->backbone, true);
+  KMeansOptions options;
+  options.k = data_.num_classes();
+  options.restarts = config_.kmeans_restarts;
+  options.max_iters = config_.kmeans_iters;
+  options.seed = config_.seed;
+  const KMeansResult result = kmeans(features, options);
+  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  const ClusterAccuracy acc = split_cluster_acc_v2(truth, result.assignment, data_.unlabelled_is_old());
+  run_.append_metrics({{"epoch", 0},
+                       {"all", acc.all},
+                       {"old", acc.old_classes},
+                       {"new", acc.new_classes},
+                       {"inertia", result.inertia},
+                       {"seconds", seconds_since(start)}});
+  std::printf("kmeans (k=%lld, %lld restarts)  All %s Old %s New %s\n", static_cast<long long>(options.k),
+              static_cast<long long>(options.restarts), percent(acc.all).c_str(), percent(acc.old_classes).c_str(),
+              percent(acc.new_classes).c_str());
+  write_predictions(result.assignment);
+  RunSummary summary;
+  summary.accuracy = acc;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace
+
+RunSummary run_training(const TrainConfig& config, bool resume) {
+  Trainer trainer(config, resume);
+  return trainer.run();
+}
+
+}  // namespace mcdl
