@@ -1,0 +1,298 @@
+#include "layers/dino_checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <sstream>
+
+#include "engine/ops/shape.h"
+#include "engine/safetensors.h"
+#include "engine/torch_checkpoint.h"
+#include "layers/vision_transformer.h"
+
+namespace mcdl {
+
+namespace {
+
+constexpr const char* kStrippedPrefixes[] = {"module.", "backbone.", "vit."};
+
+template <class... Parts>
+[[noreturn]] void bad(const Parts&... parts) {
+  fail("dino checkpoint: ", parts...);
+}
+
+std::string describe_config(const VitConfig& c) {
+  std::ostringstream os;
+  os << "img " << c.img_size << ", patch " << c.patch_size << ", chans " << c.in_chans << ", dim " << c.embed_dim
+     << ", depth " << c.depth << ", heads " << c.num_heads << ", mlp " << c.mlp_hidden_dim()
+     << (c.qkv_bias ? ", qkv bias" : ", no qkv bias");
+  return os.str();
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// "encoder.layer.<N>.<rest>" -> (N, rest).
+std::optional<std::pair<std::string, std::string>> split_hf_layer(const std::string& key) {
+  constexpr std::string_view kLayer = "encoder.layer.";
+  if (!starts_with(key, kLayer)) return std::nullopt;
+  const size_t dot = key.find('.', kLayer.size());
+  if (dot == std::string::npos || dot == kLayer.size()) return std::nullopt;
+  const std::string index = key.substr(kLayer.size(), dot - kLayer.size());
+  for (char c : index) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  return std::make_pair(index, key.substr(dot + 1));
+}
+
+// "<module>.weight" / "<module>.bias" -> (module, "weight" / "bias").
+std::optional<std::pair<std::string, std::string>> split_param(const std::string& key) {
+  for (const char* param : {"weight", "bias"}) {
+    const std::string suffix = std::string(".") + param;
+    if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return std::make_pair(key.substr(0, key.size() - suffix.size()), std::string(param));
+    }
+  }
+  return std::nullopt;
+}
+
+// The DINO name of a Hugging Face ViTModel key; qkv_part = 0/1/2 for query/key/value (whose
+// DINO name is the fused attn.qkv tensor), -1 otherwise. nullopt when not a ViTModel name.
+std::optional<std::string> dino_name_of_hf(const std::string& key, int& qkv_part) {
+  qkv_part = -1;
+  static const std::pair<const char*, const char*> kTop[] = {
+      {"embeddings.cls_token", "cls_token"},
+      {"embeddings.position_embeddings", "pos_embed"},
+      {"embeddings.patch_embeddings.projection.weight", "patch_embed.proj.weight"},
+      {"embeddings.patch_embeddings.projection.bias", "patch_embed.proj.bias"},
+      {"layernorm.weight", "norm.weight"},
+      {"layernorm.bias", "norm.bias"},
+  };
+  for (const auto& [hf, dino] : kTop) {
+    if (key == hf) return dino;
+  }
+  const auto layer = split_hf_layer(key);
+  if (!layer) return std::nullopt;
+  const auto param = split_param(layer->second);
+  if (!param) return std::nullopt;
+  const std::string block = "blocks." + layer->first + ".";
+  static const std::pair<const char*, const char*> kModules[] = {
+      {"layernorm_before", "norm1"},     {"layernorm_after", "norm2"}, {"attention.output.dense", "attn.proj"},
+      {"intermediate.dense", "mlp.fc1"}, {"output.dense", "mlp.fc2"},
+  };
+  for (const auto& [hf, dino] : kModules) {
+    if (param->first == hf) return block + dino + "." + param->second;
+  }
+  static const char* kQkv[] = {"attention.attention.query", "attention.attention.key", "attention.attention.value"};
+  for (int part = 0; part < 3; ++part) {
+    if (param->first == kQkv[part]) {
+      qkv_part = part;
+      return block + "attn.qkv." + param->second;
+    }
+  }
+  return std::nullopt;
+}
+
+// A DINO ViT parameter name for some configuration: what a wrong configuration would miss.
+bool is_dino_vit_name(const std::string& name) {
+  for (const char* top :
+       {"cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias", "norm.weight", "norm.bias"}) {
+    if (name == top) return true;
+  }
+  if (!starts_with(name, "blocks.")) return false;
+  const size_t dot = name.find('.', 7);
+  if (dot == std::string::npos || dot == 7) return false;
+  for (size_t i = 7; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  const auto param = split_param(name.substr(dot + 1));
+  if (!param) return false;
+  for (const char* module : {"norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2"}) {
+    if (param->first == module) return true;
+  }
+  return false;
+}
+
+struct Source {
+  std::string key;  // as in the checkpoint
+  Tensor tensor;
+};
+
+std::string tensor_desc(const Tensor& t) { return std::string(dtype_name(t.dtype())) + shape_str(t.shape()); }
+
+}  // namespace
+
+CheckpointTensors read_checkpoint_tensors(const std::string& path) {
+  uint8_t head[8] = {};
+  ssize_t got = 0;
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check(fd >= 0, "dino checkpoint: ", path, ": cannot open: ", std::strerror(errno));
+    got = ::read(fd, head, sizeof head);
+    ::close(fd);
+  }
+  CheckpointTensors result;
+  if (got > 0 && looks_like_torch_checkpoint(std::span<const uint8_t>(head, static_cast<size_t>(got)))) {
+    TorchCheckpoint checkpoint = load_torch_checkpoint(path);
+    result.tensors = std::move(checkpoint.tensors);
+    result.format = checkpoint.format;
+    result.notes = std::move(checkpoint.notes);
+  } else {
+    result.tensors = load_safetensors(path).tensors;
+    result.format = "safetensors";
+  }
+  return result;
+}
+
+BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& source, const VitConfig& config) {
+  config.validate();
+  BackboneConversion out;
+  std::map<std::string, Shape> expected;
+  for (NamedParameter& p : VisionTransformer(config).named_parameters()) expected.emplace(p.name, p.tensor.shape());
+
+  std::map<std::string, int64_t> stripped;  // prefix -> keys
+  int64_t heads = 0, poolers = 0, hf_names = 0;
+  std::map<std::string, Source> renamed;                            // DINO name -> source
+  std::map<std::string, std::array<std::optional<Source>, 3>> qkv;  // fused name -> query/key/value
+  auto unknown = [&](const Source& s) {
+    out.warnings.push_back("ignored unknown tensor '" + s.key + "' " + tensor_desc(s.tensor) +
+                           " (not a DINO ViT backbone parameter)");
+  };
+
+  for (const auto& [key, tensor] : source) {
+    std::string name = key, prefix;
+    for (bool again = true; again;) {
+      again = false;
+      for (const char* p : kStrippedPrefixes) {
+        if (starts_with(name, p)) {
+          prefix += p;
+          name.erase(0, std::strlen(p));
+          again = true;
+        }
+      }
+    }
+    if (!prefix.empty()) ++stripped[prefix];
+    if (starts_with(name, "head.")) {
+      ++heads;
+      continue;
+    }
+    if (starts_with(name, "pooler.")) {
+      ++poolers;
+      continue;
+    }
+    Source s{key, tensor};
+    int part = -1;
+    if (auto dino = dino_name_of_hf(name, part)) {
+      ++hf_names;
+      name = *dino;
+    }
+    if (part >= 0) {
+      qkv[name][static_cast<size_t>(part)] = std::move(s);
+      continue;
+    }
+    if (!expected.count(name)) {
+      if (is_dino_vit_name(name)) {
+        bad("'", key, "' is a DINO ViT parameter that the configuration (", describe_config(config),
+            ") does not have: wrong --config?");
+      }
+      unknown(s);
+      continue;
+    }
+    auto [it, inserted] = renamed.emplace(name, s);
+    if (!inserted) bad("'", it->second.key, "' and '", key, "' both map to '", name, "'");
+  }
+
+  // Hugging Face's separate query / key / value -> DINO's fused qkv (rows Q, K, V).
+  static const char* kPartNames[] = {"query", "key", "value"};
+  for (auto& [name, parts] : qkv) {
+    auto shape_it = expected.find(name);
+    if (shape_it == expected.end()) {
+      for (const auto& part : parts) {
+        if (part)
+          bad("'", part->key, "' is a ViT parameter that the configuration (", describe_config(config),
+              ") does not have: wrong --config?");
+      }
+      continue;
+    }
+    Shape part_shape = shape_it->second;
+    part_shape[0] /= 3;
+    std::vector<Tensor> pieces;
+    for (size_t i = 0; i < 3; ++i) {
+      if (!parts[i]) {
+        bad("missing the ", kPartNames[i], " part of '", name,
+            "' (Hugging Face names need query, key and value; found ",
+            (parts[0]   ? parts[0]->key
+             : parts[1] ? parts[1]->key
+                        : parts[2]->key),
+            ")");
+      }
+      if (parts[i]->tensor.shape() != part_shape) {
+        bad("'", parts[i]->key, "' has shape ", shape_str(parts[i]->tensor.shape()), " but the configuration (",
+            describe_config(config), ") expects ", shape_str(part_shape));
+      }
+      if (!is_floating(parts[i]->tensor.dtype())) {
+        bad("'", parts[i]->key, "' is ", tensor_desc(parts[i]->tensor), ", not a floating-point tensor");
+      }
+      pieces.push_back(parts[i]->tensor.to(DType::f32));
+    }
+    renamed.emplace(name, Source{parts[0]->key + " (+ key, value)", concat(pieces, 0)});
+  }
+
+  std::vector<std::string> missing;
+  std::map<std::string, int64_t> converted;  // source dtype -> tensors converted to f32
+  for (const auto& [name, shape] : expected) {
+    auto it = renamed.find(name);
+    if (it == renamed.end()) {
+      missing.push_back("'" + name + "' " + shape_str(shape));
+      continue;
+    }
+    const Tensor& t = it->second.tensor;
+    const std::string from = it->second.key == name ? "" : " (from '" + it->second.key + "')";
+    if (t.shape() != shape) {
+      bad("'", name, "'", from, " has shape ", shape_str(t.shape()), " but the configuration (",
+          describe_config(config), ") expects ", shape_str(shape));
+    }
+    if (!is_floating(t.dtype())) bad("'", name, "'", from, " is ", tensor_desc(t), ", not a floating-point tensor");
+    if (t.dtype() != DType::f32) ++converted[dtype_name(t.dtype())];
+    out.tensors.emplace(name, t.dtype() == DType::f32 ? t : t.to(DType::f32));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
+    bad("missing ", missing.size(), " tensor(s) of the configuration (", describe_config(config), "): ", list,
+        missing.size() > 5 ? ", ..." : "");
+  }
+
+  for (const auto& [prefix, count] : stripped) {
+    out.notes.push_back("stripped the prefix '" + prefix + "' from " + std::to_string(count) + " keys");
+  }
+  if (heads > 0) {
+    out.notes.push_back("dropped " + std::to_string(heads) +
+                        " projection-head tensors (head.*): the output is the backbone only");
+  }
+  if (poolers > 0)
+    out.notes.push_back("dropped " + std::to_string(poolers) + " Hugging Face pooler tensors (pooler.*)");
+  if (hf_names > 0) {
+    std::ostringstream eps;
+    eps << config.norm_eps;
+    out.notes.push_back("mapped " + std::to_string(hf_names) +
+                        " Hugging Face ViTModel names to DINO's (query/key/value fused into attn.qkv); LayerNorm eps "
+                        "stays the configuration's " +
+                        eps.str() + ", as in DINO/GCD/SimGCD (Hugging Face says 1e-12)");
+  }
+  for (const auto& [dtype, count] : converted) {
+    out.notes.push_back("converted " + std::to_string(count) + " tensors from " + dtype + " to f32");
+  }
+  return out;
+}
+
+void save_dino_backbone(const std::string& path, const BackboneConversion& converted, const VitConfig& config) {
+  ModelConfig model;
+  model.backbone = config;
+  save_safetensors(path, converted.tensors, {{"config", model_config_to_json(model)}});
+}
+
+}  // namespace mcdl
