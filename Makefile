@@ -162,3 +162,16 @@ clean:
 	rm -rf $(BUILD) $(TOOL_BINS)
 
 -include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d
+
+# Throughput of the CPU data pipeline (tools/bench_augment.cpp), then torchvision/Pillow's on the
+# same sizes where python3 with torchvision is present (tools/bench_augment_torch.py).
+BENCH_AUGMENT := $(BUILD)/bench_augment
+all: $(BENCH_AUGMENT)
+bench: bench-augment
+.PHONY: bench-augment
+bench-augment: $(BENCH_AUGMENT)
+	./$(BENCH_AUGMENT)
+	-python3 tools/bench_augment_torch.py
+$(BENCH_AUGMENT): $(BUILD)/tools/bench_augment.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $(BUILD)/tools/bench_augment.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+-include $(BUILD)/tools/bench_augment.d

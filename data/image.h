@@ -2,6 +2,7 @@
 // Channels: 3 (RGB) or 1 (grayscale). Every transform of the data pipeline works on this type,
 // as torchvision's transforms work on PIL images before ToTensor.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -1,0 +1,25 @@
+// Image files to Image and back, with stb_image / stb_image_write (libstb-dev).
+//
+// decode_image matches the reference loader `PIL.Image.open(path).convert('RGB')` (or
+// .convert('L') for channels = 1) in its colour conversions: grayscale is replicated to RGB, alpha
+// is dropped, RGB → L uses PIL's ITU-R 601-2 weights (R·19595 + G·38470 + B·7471 + 0x8000) >> 16.
+// CMYK/YCCK JPEGs are converted as stb does (Adobe-inverted CMYK, see the reference notes). EXIF
+// orientation is ignored, as in the reference pipeline. JPEG pixels differ from libjpeg-turbo's by
+// a few levels (stb's IDCT and upsampler), so decoding is not bit-exact against PIL.
+#pragma once
+#include <cstddef>  // size_t, which data/image.h uses without including
+#include <cstdint>
+#include <string>
+
+#include "data/image.h"
+
+namespace mcdl {
+
+// Decodes `path` (JPEG, PNG, BMP, GIF, TGA, PSD, PNM, ...) to `channels` = 3 (RGB) or 1 (L).
+// A missing, unreadable or corrupt file throws mcdl::Error naming the path and the reason.
+Image decode_image(const std::string& path, int64_t channels = 3);
+
+// Writes `image` (1 or 3 channels) as a lossless PNG; throws mcdl::Error naming the path on failure.
+void write_png(const std::string& path, const Image& image);
+
+}  // namespace mcdl
