@@ -16,7 +16,8 @@ namespace mcdl {
 
 struct DatasetItem {
   std::string path;      // image file (absolute or relative to the working directory); empty when in memory
-  int64_t class_id = 0;  // the dataset's own class index (0-based), before the GCD remapping
+  int64_t class_id = 0;  // the dataset's own class index (0-based), before the GCD remapping;
+                         // -1: unknown (folder layout, unlabelled image without a labels file)
 };
 
 struct Dataset {
@@ -32,6 +33,15 @@ struct Dataset {
   std::vector<int64_t> old_classes;
   std::vector<int64_t> new_classes;
   bool balanced_accuracy = false;  // report v2b too (Herbarium19)
+  // How the reference's subsample_dataset orders the labelled and unlabelled subsets
+  // (data/gcd_split.h): with a boolean mask, i.e. ascending (CUB, Aircraft, Herbarium19), or
+  // by indexing with the index arrays, i.e. draw order and Python set order (SCars, CIFAR,
+  // ImageNet).
+  enum class SubsetOrder { ascending, index_arrays };
+  SubsetOrder subset_order = SubsetOrder::ascending;
+  // Train indices that the layout itself marks as labelled (the folder layout). When non-empty
+  // they are the labelled set and no subset is drawn.
+  std::vector<int64_t> given_labelled;
 
   int64_t size() const { return static_cast<int64_t>(train.size()); }
   bool in_memory() const { return !train_pixels.empty(); }

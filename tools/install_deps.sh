@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages the build needs, only those whose files are missing.
+# Installs the Debian packages the build, the tests and the demo need (the demo and some tests
+# read Fashion-MNIST from the dataset-fashion-mnist package), only those whose files are missing.
 # Usage: tools/install_deps.sh [--quiet]
 set -eu
 quiet=${1:-}
@@ -11,7 +12,8 @@ for pair in \
   doctest-dev:/usr/include/doctest/doctest.h \
   libstb-dev:/usr/include/stb/stb_image.h \
   zlib1g-dev:/usr/include/zlib.h \
-  nlohmann-json3-dev:/usr/include/nlohmann/json.hpp
+  nlohmann-json3-dev:/usr/include/nlohmann/json.hpp \
+  dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 do
   package=${pair%%:*}
   file=${pair#*:}

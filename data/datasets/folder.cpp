@@ -1,0 +1,105 @@
+// A generic GCD layout for one's own data (not in the reference):
+//   ROOT/labelled/<class name>/<images>   the known classes (ImageFolder order: folders sorted,
+//                                         files sorted); all of these are the labelled set
+//   ROOT/unlabelled/<images>              the images to discover (files sorted; subfolders too)
+//   ROOT/unlabelled_labels.csv            optional ground truth "file,class_name" per unlabelled
+//                                         image (file relative to ROOT/unlabelled), for accuracy
+// Known classes get ids 0..K_old-1 in folder order; novel names in the labels file get
+// K_old.. in sorted order. K comes from the caller (or, with a labels file, defaults to K_old
+// plus the novel names). Unlabelled images without ground truth have class -1.
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "data/datasets/common.h"
+#include "data/datasets/readers.h"
+#include "engine/error.h"
+
+namespace fs = std::filesystem;
+
+namespace mcdl::dataset_io {
+namespace {
+
+constexpr const char* kLayout =
+    "The folder layout is ROOT/labelled/<class name>/*.png|jpg (known classes), ROOT/unlabelled/*.png|jpg "
+    "and optionally ROOT/unlabelled_labels.csv with lines 'file,class_name'.";
+
+// file (relative to unlabelled/) -> class name
+std::map<std::string, std::string> read_labels_file(const std::string& path) {
+  std::map<std::string, std::string> labels;
+  for (const TextLine& line : read_text_lines(path)) {
+    if (line.number == 1 && line.text == "file,class_name") continue;  // optional header
+    const size_t comma = line.text.rfind(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 >= line.text.size())
+      fail_line(path, line, "expected 'file,class_name'");
+    if (!labels.emplace(line.text.substr(0, comma), line.text.substr(comma + 1)).second)
+      fail_line(path, line, "file listed twice");
+  }
+  return labels;
+}
+
+}  // namespace
+
+Dataset read_folder(const std::string& root, int64_t num_classes) {
+  const std::string labelled_dir = (fs::path(root) / "labelled").string();
+  const std::string unlabelled_dir = (fs::path(root) / "unlabelled").string();
+  const std::string labels_path = (fs::path(root) / "unlabelled_labels.csv").string();
+  require_dir("folder", labelled_dir, kLayout);
+  require_dir("folder", unlabelled_dir, kLayout);
+  check(num_classes >= 0, "folder: number of classes ", num_classes, " is negative");
+
+  Dataset d;
+  d.name = "folder";
+  d.root = root;
+  const FolderClasses known = list_class_folders(labelled_dir);
+  check(!known.names.empty(), "folder: no class folders in ", labelled_dir, ".\n", kLayout);
+  const auto num_old = static_cast<int64_t>(known.names.size());
+  std::map<std::string, int64_t> class_of;
+  for (int64_t c = 0; c < num_old; ++c) {
+    class_of[known.names[static_cast<size_t>(c)]] = c;
+    const std::vector<std::string> files = image_files_under(known.paths[static_cast<size_t>(c)]);
+    check(!files.empty(), "folder: class folder ", known.paths[static_cast<size_t>(c)], " has no images");
+    for (const std::string& file : files) {
+      d.given_labelled.push_back(d.size());
+      d.train.push_back({file, c});
+    }
+  }
+
+  const bool has_labels = fs::is_regular_file(labels_path);
+  std::map<std::string, std::string> labels = has_labels ? read_labels_file(labels_path) : std::map<std::string, std::string>{};
+  std::set<std::string> novel;
+  for (const auto& entry : labels)
+    if (!class_of.count(entry.second)) novel.insert(entry.second);
+  int64_t next_id = num_old;
+  for (const std::string& name : novel) class_of.emplace(name, next_id++);
+  const auto num_seen = num_old + static_cast<int64_t>(novel.size());
+  if (num_classes == 0) {
+    check(has_labels, "folder: give the number of classes K (known + novel); without ", labels_path,
+          " it cannot be inferred");
+    num_classes = num_seen;
+  }
+  check(num_classes >= num_seen, "folder: K = ", num_classes, " but there are ", num_old, " known classes",
+        has_labels ? " and " + std::to_string(novel.size()) + " novel class names in " + labels_path : std::string());
+  d.num_classes = num_classes;
+
+  const std::vector<std::string> files = image_files_under(unlabelled_dir);
+  check(!files.empty(), "folder: no images in ", unlabelled_dir, ".\n", kLayout);
+  for (const std::string& file : files) {
+    const std::string relative = fs::relative(file, unlabelled_dir).generic_string();
+    int64_t class_id = -1;
+    if (has_labels) {
+      const auto label = labels.find(relative);
+      check(label != labels.end(), "folder: ", labels_path, " has no class for unlabelled/", relative);
+      class_id = class_of.at(label->second);
+      labels.erase(label);
+    }
+    d.train.push_back({file, class_id});
+  }
+  check(labels.empty(), "folder: ", labels_path, " names ", labels.size(), " files not in ", unlabelled_dir, ", e.g. ",
+        labels.empty() ? std::string() : labels.begin()->first);
+  d.old_classes = iota_classes(0, num_old);
+  d.new_classes = iota_classes(num_old, num_classes);
+  return d;
+}
+
+}  // namespace mcdl::dataset_io
