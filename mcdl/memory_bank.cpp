@@ -1,0 +1,155 @@
+#include "mcdl/memory_bank.h"
+
+#include <vector>
+
+#include "engine/dispatch.h"
+#include "kernels/cpu/indexing.h"
+#include "kernels/cpu/memory_bank.h"
+#include "kernels/cuda/indexing.h"
+#include "kernels/cuda/memory_bank.h"
+
+namespace mcdl {
+namespace {
+
+const char* const state_names[] = {"classes", "filled", "position", "probs"};
+
+}  // namespace
+
+MemoryBank::MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu, Device device)
+    : num_samples_(num_samples), num_classes_(num_classes), mu_(mu), device_(device) {
+  check(num_samples >= 0 && num_classes > 0 && mu > 0, "MemoryBank: expected num_samples >= 0, num_classes > 0 and ",
+        "mu > 0, got ", num_samples, ", ", num_classes, ", ", mu);
+  classes_ = zeros({num_samples, mu}, DType::i32, device);
+  probs_ = zeros({num_samples, mu, num_classes}, DType::f32, device);
+  position_ = zeros({num_samples}, DType::i64, device);
+  filled_ = zeros({num_samples}, DType::i64, device);
+}
+
+void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const {
+  check(sample_index.defined(), op, ": sample_index is undefined");
+  check(sample_index.dtype() == DType::i64 && sample_index.dim() == 1 && sample_index.device() == device_, op,
+        ": sample_index must be i64 [n] on ", device_.str(), ", got ", sample_index.str());
+  const int64_t n = sample_index.numel();
+  int64_t bad = -1;
+  switch (device_.type) {
+    case DeviceType::cpu:
+      bad = cpu::first_invalid_index(sample_index.data<int64_t>(), n, num_samples_);
+      break;
+    case DeviceType::cuda: {
+      if (n == 0) break;
+      Tensor first_invalid = empty({1}, DType::i64, device_);
+      cuda::first_invalid_index(sample_index.ptr<int64_t>(), n, num_samples_, first_invalid.ptr<int64_t>());
+      const int64_t position = first_invalid.to_vector<int64_t>()[0];
+      if (position < n) bad = position;
+      break;
+    }
+  }
+  if (bad >= 0)
+    fail(op, ": sample index ", view_of(sample_index, {1}, sample_index.storage_offset() + bad).item(),
+         " at position ", bad, " is out of range for a bank of ", num_samples_, " samples");
+}
+
+void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
+  check_samples("MemoryBank.update", sample_index);
+  check(probs.defined() && probs.dim() == 2 && probs.size(0) == sample_index.numel() &&
+            probs.size(1) == num_classes_ && probs.device() == device_,
+        "MemoryBank.update: probs must be [", sample_index.numel(), ", ", num_classes_, "] on ", device_.str(),
+        ", got ", probs.defined() ? probs.str() : std::string("undefined"));
+  check_floating("MemoryBank.update", probs);
+  const Tensor values = probs.detach().to(DType::f32);
+  const int64_t n = values.size(0);
+  switch (device_.type) {
+    case DeviceType::cpu:
+      cpu::bank_update(sample_index.data<int64_t>(), values.data<float>(), n, num_classes_, mu_,
+                       classes_.data<int32_t>(), probs_.data<float>(), position_.data<int64_t>(),
+                       filled_.data<int64_t>());
+      break;
+    case DeviceType::cuda: {
+      Tensor scratch = empty({cuda::bank_update_scratch_per_row * n}, DType::i64, device_);
+      cuda::bank_update(sample_index.ptr<int64_t>(), values.ptr<float>(), n, num_classes_, mu_,
+                        classes_.ptr<int32_t>(), probs_.ptr<float>(), position_.ptr<int64_t>(),
+                        filled_.ptr<int64_t>(), scratch.ptr<int64_t>());
+      break;
+    }
+  }
+}
+
+Consistency MemoryBank::consistency(const Tensor& sample_index) const {
+  check_samples("MemoryBank.consistency", sample_index);
+  const int64_t n = sample_index.numel();
+  Consistency out{empty({n}, DType::i64, device_), empty({n}, DType::i64, device_)};
+  switch (device_.type) {
+    case DeviceType::cpu:
+      cpu::bank_consistency(sample_index.data<int64_t>(), n, mu_, classes_.data<int32_t>(),
+                            position_.data<int64_t>(), filled_.data<int64_t>(), out.mode.data<int64_t>(),
+                            out.count.data<int64_t>());
+      break;
+    case DeviceType::cuda:
+      cuda::bank_consistency(sample_index.ptr<int64_t>(), n, mu_, classes_.ptr<int32_t>(), position_.ptr<int64_t>(),
+                             filled_.ptr<int64_t>(), out.mode.ptr<int64_t>(), out.count.ptr<int64_t>());
+      break;
+  }
+  return out;
+}
+
+Tensor MemoryBank::mean_probs(const Tensor& sample_index) const {
+  check_samples("MemoryBank.mean_probs", sample_index);
+  const int64_t n = sample_index.numel();
+  Tensor out = empty({n, num_classes_}, DType::f32, device_);
+  switch (device_.type) {
+    case DeviceType::cpu:
+      cpu::bank_mean_probs(sample_index.data<int64_t>(), n, num_classes_, mu_, probs_.data<float>(),
+                           filled_.data<int64_t>(), out.data<float>());
+      break;
+    case DeviceType::cuda:
+      cuda::bank_mean_probs(sample_index.ptr<int64_t>(), n, num_classes_, mu_, probs_.ptr<float>(),
+                            filled_.ptr<int64_t>(), out.ptr<float>());
+      break;
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> MemoryBank::state() const {
+  return {{"classes", classes_}, {"filled", filled_}, {"position", position_}, {"probs", probs_}};
+}
+
+void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
+  const char* op = "MemoryBank.load_state";
+  check(state.size() == std::size(state_names), op, ": expected exactly the tensors classes, filled, position and ",
+        "probs, got ", state.size(), " tensors");
+  for (const char* name : state_names)
+    check(state.count(name) && state.at(name).defined(), op, ": missing tensor '", name, "'");
+  const auto expect = [&](const char* name, DType dtype, const Shape& shape) {
+    const Tensor& t = state.at(name);
+    check(t.dtype() == dtype && t.shape() == shape, op, ": '", name, "' must be ", dtype_name(dtype),
+          shape_str(shape), ", got ", t.str());
+  };
+  expect("classes", DType::i32, {num_samples_, mu_});
+  expect("probs", DType::f32, {num_samples_, mu_, num_classes_});
+  expect("position", DType::i64, {num_samples_});
+  expect("filled", DType::i64, {num_samples_});
+  const std::vector<int32_t> classes = state.at("classes").to_vector<int32_t>();
+  const std::vector<int64_t> position = state.at("position").to_vector<int64_t>();
+  const std::vector<int64_t> filled = state.at("filled").to_vector<int64_t>();
+  for (int64_t s = 0; s < num_samples_; ++s) {
+    check(position[s] >= 0 && position[s] < mu_ && filled[s] >= 0 && filled[s] <= mu_, op, ": sample ", s,
+          " has position ", position[s], " and filled ", filled[s], " (mu ", mu_, ")");
+    check(filled[s] == mu_ || position[s] == filled[s], op, ": sample ", s, " has a ring that is not full (filled ",
+          filled[s], ") whose position ", position[s], " is not its fill");
+    for (int64_t slot = 0; slot < filled[s]; ++slot) {
+      const int32_t c = classes[s * mu_ + slot];
+      check(c >= 0 && c < num_classes_, op, ": sample ", s, " slot ", slot, " holds class ", c, ", outside [0, ",
+            num_classes_, ")");
+    }
+  }
+  const auto own_copy = [&](const char* name) {
+    const Tensor& t = state.at(name);
+    return t.device() == device_ ? t.clone() : t.detach().to(device_);
+  };
+  classes_ = own_copy("classes");
+  probs_ = own_copy("probs");
+  position_ = own_copy("position");
+  filled_ = own_copy("filled");
+}
+
+}  // namespace mcdl
