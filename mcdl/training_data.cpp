@@ -16,7 +16,7 @@ std::vector<int64_t> TrainingData::unlabelled_labels() const {
 
 std::vector<bool> TrainingData::unlabelled_is_old() const {
   std::vector<bool> out;
-  for (int64_t i : unlabelled) out.push_back(label(i) < num_old_classes());
+  for (int64_t i : unlabelled) out.push_back(label(i) >= 0 && label(i) < num_old_classes());
   return out;
 }
 

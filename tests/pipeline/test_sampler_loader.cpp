@@ -1,0 +1,168 @@
+// The sampler's proportions and determinism, the loader's independence from its worker count,
+// and the image cache (bad files, the memory-mapped overflow, the persistent cache).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+#include "data/decode.h"
+#include "data/image_cache.h"
+#include "data/loader.h"
+#include "data/resize.h"
+#include "data/sampler.h"
+#include "engine/error.h"
+#include "engine/random.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+Image pattern_image(int64_t h, int64_t w, int64_t c, int seed) {
+  Image image(h, w, c);
+  for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = static_cast<uint8_t>((i * 37 + seed * 101) % 251);
+  return image;
+}
+
+Dataset memory_dataset(int64_t n, int64_t size, int64_t channels) {
+  Dataset d;
+  d.name = "synthetic";
+  d.channels = channels;
+  d.num_classes = 2;
+  for (int64_t i = 0; i < n; ++i) {
+    d.train.push_back({"", i % 2});
+    d.train_pixels.push_back(pattern_image(size, size, channels, static_cast<int>(i)));
+  }
+  return d;
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("mcdl-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<int64_t> iota(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("sampler: half the draws are labelled, deterministic per epoch, drop_last batches") {
+  const GcdSampler sampler(300, 700, 64, 7);
+  CHECK(sampler.batches_per_epoch() == 1000 / 64);
+  const auto a = sampler.draw_epoch(3), b = sampler.draw_epoch(3), c = sampler.draw_epoch(4);
+  REQUIRE(a.size() == 1000);
+  int64_t labelled = 0;
+  bool same = true, differs = false;
+  std::set<int64_t> seen_unlabelled;
+  for (size_t i = 0; i < a.size(); ++i) {
+    labelled += a[i].labelled;
+    same = same && a[i].labelled == b[i].labelled && a[i].index == b[i].index;
+    differs = differs || a[i].index != c[i].index;
+    CHECK(a[i].index >= 0);
+    CHECK(a[i].index < (a[i].labelled ? 300 : 700));
+    if (!a[i].labelled) seen_unlabelled.insert(a[i].index);
+  }
+  CHECK(same);
+  CHECK(differs);
+  // Weight 1 per labelled and n_l/n_u per unlabelled sample: P(labelled) = 1/2 (σ ≈ 16 draws).
+  CHECK(labelled > 500 - 80);
+  CHECK(labelled < 500 + 80);
+  // With replacement: about 1 − e^(−0.714) ≈ 51% of the unlabelled samples appear.
+  CHECK(seen_unlabelled.size() > 300);
+  CHECK(seen_unlabelled.size() < 420);
+  CHECK_THROWS_WITH(GcdSampler(0, 10, 4, 0), doctest::Contains("labelled set is empty"));
+  CHECK_THROWS_WITH(GcdSampler(3, 3, 16, 0), doctest::Contains("larger than the training set"));
+}
+
+TEST_CASE("loader: batches are identical for any number of workers and come in order") {
+  const Dataset d = memory_dataset(24, 28, 1);
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 32;
+  const ImageCache cache(d, iota(24), cache_options);
+  std::vector<std::vector<int64_t>> batches = {{0, 1, 2, 3, 4}, {5, 5, 6, 7, 8}, {9, 10, 11, 12, 13}, {23, 22, 21, 20, 19}};
+  auto run = [&](int64_t workers, int64_t prefetch) {
+    LoaderOptions options;
+    options.image_size = 28;
+    options.normalization = Normalization::grayscale();
+    options.views = {ViewKind::train, ViewKind::strong, ViewKind::test};
+    options.workers = workers;
+    options.prefetch = prefetch;
+    options.seed = 11;
+    BatchLoader loader(cache, options);
+    loader.start(2, batches);
+    std::vector<std::vector<float>> out;
+    LoadedBatch batch;
+    int64_t expected = 0;
+    while (loader.next(batch)) {
+      CHECK(batch.batch == expected++);
+      for (const Tensor& v : batch.views) {
+        CHECK(v.shape() == Shape{5, 1, 28, 28});
+        out.push_back(v.to_vector<float>());
+      }
+    }
+    CHECK(expected == 4);
+    return out;
+  };
+  const auto one = run(1, 1), three = run(3, 5);
+  CHECK(one == three);
+  // Batch 1 holds sample 5 twice: its two draws differ (own streams), its test view does not.
+  const size_t plane = 28 * 28;
+  const std::vector<float>& train_view = one[3];
+  CHECK(!std::equal(train_view.begin(), train_view.begin() + plane, train_view.begin() + plane));
+  const std::vector<float>& test_view = one[5];
+  CHECK(std::equal(test_view.begin(), test_view.begin() + plane, test_view.begin() + plane));
+}
+
+TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapped file; the cache persists") {
+  const fs::path dir = temp_dir("cache");
+  Dataset d;
+  d.name = "files";
+  d.channels = 3;
+  d.num_classes = 1;
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = (dir / ("img" + std::to_string(i) + ".png")).string();
+    write_png(path, pattern_image(20 + i, 30, 3, i));
+    d.train.push_back({path, 0});
+  }
+  { std::ofstream(dir / "img2.png", std::ios::trunc) << "not a png"; }
+  d.train[4].path = (dir / "missing.jpg").string();
+
+  ImageCacheOptions options;
+  options.resize_size = 16;
+  options.memory_budget_bytes = 2000;  // about two images in memory, the rest in the file
+  options.threads = 2;
+  const ImageCache cache(d, iota(6), options);
+  REQUIRE(cache.bad_images().size() == 2);
+  CHECK(cache.bad_images()[0].train_index == 2);
+  CHECK(cache.bad_images()[1].path.find("missing.jpg") != std::string::npos);
+  CHECK(cache.is_bad(2));
+  CHECK_FALSE(cache.is_bad(0));
+  CHECK(cache.memory_bytes() > 0);
+  CHECK(cache.file_bytes() > 0);
+  CHECK_THROWS_WITH(cache.get(2), doctest::Contains("could not be decoded"));
+  for (int64_t i : {0, 1, 3, 5}) {
+    const Image expected = resize_shorter_side(decode_image(d.train[static_cast<size_t>(i)].path, 3), 16);
+    CHECK(cache.get(i) == expected);
+  }
+
+  // Persistent: written once (only when every image decodes), then read back without decoding.
+  d.train[2].path = d.train[0].path;
+  d.train[4].path = d.train[1].path;
+  options.cache_dir = (dir / "cache").string();
+  {
+    const ImageCache first(d, iota(6), options);
+    CHECK_FALSE(first.loaded_from_disk());
+  }
+  const ImageCache second(d, iota(6), options);
+  CHECK(second.loaded_from_disk());
+  for (int64_t i = 0; i < 6; ++i)
+    CHECK(second.get(i) == resize_shorter_side(decode_image(d.train[static_cast<size_t>(i)].path, 3), 16));
+  fs::remove_all(dir);
+}
