@@ -1,0 +1,254 @@
+#include "data/device_augment.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numbers>
+
+#include "engine/error.h"
+#include "kernels/cuda/augment.h"
+#include "kernels/cuda/runtime.h"
+
+namespace mcdl {
+namespace {
+
+// ---- the host-side decisions of apply_augment (data/randaugment.cpp), per image and step ------
+// The matrices and the Rotate fast paths are computed as data/randaugment.cpp computes them
+// (torchvision's _get_inverse_affine_matrix, PIL's Image.rotate); the parity test checks that
+// both paths give the same bytes for every op.
+
+constexpr double rad_to_deg = 180.0 / std::numbers::pi;
+constexpr double deg_to_rad = std::numbers::pi / 180.0;
+
+std::array<double, 6> inverse_affine_matrix(double cx, double cy, double angle, double tx, double ty,
+                                            double shear_x, double shear_y) {
+  const double rot = angle * deg_to_rad, sx = shear_x * deg_to_rad, sy = shear_y * deg_to_rad;
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  std::array<double, 6> m = {d, -b, 0.0, -c, a, 0.0};
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+// Python's round(x, 15).
+double round15(double x) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.15f", x);
+  return std::strtod(buffer, nullptr);
+}
+
+// PIL Image.rotate(angle, NEAREST)'s inverse matrix about the centre of a size × size image.
+std::array<double, 6> rotation_matrix(double angle, int64_t size) {
+  const double cx = static_cast<double>(size) / 2.0, cy = cx;
+  const double rad = -(angle * deg_to_rad);
+  std::array<double, 6> m = {round15(std::cos(rad)), round15(std::sin(rad)), 0.0, round15(-std::sin(rad)),
+                             round15(std::cos(rad)), 0.0};
+  m[2] = m[0] * -cx + m[1] * -cy + m[2];
+  m[5] = m[3] * -cx + m[4] * -cy + m[5];
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+cuda::StageParams affine_stage(const std::array<double, 6>& m, int64_t size) {
+  cuda::StageParams p;
+  p.op = cuda::stage_affine;
+  p.affine = pixel_math::plan_affine(m.data(), size, size);
+  return p;
+}
+
+cuda::StageParams blend_stage(cuda::StageOp op, double magnitude) {
+  cuda::StageParams p;
+  p.op = op;
+  p.alpha = static_cast<float>(1.0 + magnitude);
+  return p;
+}
+
+// apply_augment's op on a size × size image, as one kernel-level op.
+cuda::StageParams plan_stage(const AugmentStep& step, int64_t size) {
+  const double m = step.magnitude, half = static_cast<double>(size) * 0.5;
+  cuda::StageParams p;
+  switch (step.op) {
+    case AugmentOp::identity:
+      return p;
+    case AugmentOp::shear_x:
+      return affine_stage(inverse_affine_matrix(0, 0, 0, 0, 0, std::atan(m) * rad_to_deg, 0), size);
+    case AugmentOp::shear_y:
+      return affine_stage(inverse_affine_matrix(0, 0, 0, 0, 0, 0, std::atan(m) * rad_to_deg), size);
+    case AugmentOp::translate_x:
+      return affine_stage(inverse_affine_matrix(half, half, 0, std::trunc(m), 0, 0, 0), size);
+    case AugmentOp::translate_y:
+      return affine_stage(inverse_affine_matrix(half, half, 0, 0, std::trunc(m), 0, 0), size);
+    case AugmentOp::rotate: {
+      double angle = std::fmod(m, 360.0);  // Python's float %: the sign of the divisor
+      if (angle < 0.0) angle += 360.0;
+      if (angle == 0.0) return p;
+      if (angle == 90.0 || angle == 180.0 || angle == 270.0) {  // Image.transpose (the image is square)
+        p.op = cuda::stage_quarter_turns;
+        p.count = static_cast<int32_t>(angle / 90.0);
+        return p;
+      }
+      return affine_stage(rotation_matrix(angle, size), size);
+    }
+    case AugmentOp::brightness:
+      return blend_stage(cuda::stage_brightness, m);
+    case AugmentOp::color:
+      return blend_stage(cuda::stage_color, m);
+    case AugmentOp::contrast:
+      return blend_stage(cuda::stage_contrast, m);
+    case AugmentOp::sharpness:
+      return blend_stage(cuda::stage_sharpness, m);
+    case AugmentOp::posterize: {
+      const int bits = static_cast<int>(m);
+      check(bits >= 0 && bits <= 8, "augment: Posterize: bits must be in [0, 8], got ", m);
+      p.op = cuda::stage_posterize;
+      p.count = bits;
+      return p;
+    }
+    case AugmentOp::solarize:
+      p.op = cuda::stage_solarize;
+      p.threshold = m;
+      return p;
+    case AugmentOp::auto_contrast:
+      p.op = cuda::stage_auto_contrast;
+      return p;
+    case AugmentOp::equalize:
+      p.op = cuda::stage_equalize;
+      return p;
+  }
+  fail("augment: unknown op");
+}
+
+// The common channel count of the batch, after checking the arguments.
+int64_t check_batch(const char* name, const std::vector<Image>& resized, const std::vector<ViewParams>& params,
+                    int64_t image_size) {
+  check(!resized.empty(), name, ": empty batch");
+  check(resized.size() == params.size(), name, ": ", resized.size(), " images but ", params.size(),
+        " view parameters");
+  check(image_size > 0, name, ": image size must be positive, got ", image_size);
+  const int64_t channels = resized.front().channels;
+  check(channels == 3 || channels == 1, name, ": images have 3 or 1 channels, got ", channels);
+  for (const Image& im : resized) {
+    check(im.channels == channels, name, ": images with ", channels, " and ", im.channels, " channels in one batch");
+    check(im.height > 0 && im.width > 0, name, ": empty image");
+  }
+  return channels;
+}
+
+Image cpu_view(const Image& resized, const ViewParams& params, int64_t image_size) {
+  return apply_randaugment(apply_crop_flip(resized, params.crop_flip, image_size), params.steps);
+}
+
+template <class T>
+void append_bytes(std::vector<uint8_t>& blob, const T* values, size_t count) {
+  const size_t at = blob.size();
+  blob.resize(at + sizeof(T) * count);
+  std::memcpy(blob.data() + at, values, sizeof(T) * count);
+}
+
+// The device path of augment_images: one upload of [crop params | stage params | images], then a
+// crop launch and one launch per RandAugment stage, ping-ponging between two batch buffers.
+Tensor device_views(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t size,
+                    int64_t channels, Device device) {
+  const auto batch = static_cast<int64_t>(resized.size());
+  size_t stages = 0;
+  for (const ViewParams& v : params) stages = std::max(stages, v.steps.size());
+
+  std::vector<cuda::CropFlipParams> crops(static_cast<size_t>(batch));
+  std::vector<cuda::StageParams> stage_params(stages * static_cast<size_t>(batch));  // default: copy
+  int64_t offset = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const Image& im = resized[static_cast<size_t>(b)];
+    const ViewParams& v = params[static_cast<size_t>(b)];
+    crops[static_cast<size_t>(b)] = {offset, im.height, im.width, v.crop_flip.top, v.crop_flip.left,
+                                      v.crop_flip.flip ? 1 : 0};
+    offset += static_cast<int64_t>(im.pixels.size());
+    for (size_t k = 0; k < v.steps.size(); ++k)
+      stage_params[k * static_cast<size_t>(batch) + static_cast<size_t>(b)] = plan_stage(v.steps[k], size);
+  }
+  std::vector<uint8_t> blob;
+  blob.reserve(sizeof(cuda::CropFlipParams) * crops.size() + sizeof(cuda::StageParams) * stage_params.size() +
+               static_cast<size_t>(offset));
+  append_bytes(blob, crops.data(), crops.size());
+  const size_t stage_at = blob.size(), images_at = stage_at + sizeof(cuda::StageParams) * stage_params.size();
+  append_bytes(blob, stage_params.data(), stage_params.size());
+  for (const Image& im : resized) append_bytes(blob, im.pixels.data(), im.pixels.size());
+
+  Tensor uploaded = empty({static_cast<int64_t>(blob.size())}, DType::u8, device);
+  uint8_t* base = uploaded.ptr<uint8_t>();
+  cuda::copy_host_to_device(base, blob.data(), blob.size());
+  const auto* crop_params = reinterpret_cast<const cuda::CropFlipParams*>(base);
+  const auto* stage_base = reinterpret_cast<const cuda::StageParams*>(base + stage_at);
+
+  Tensor current = empty({batch, size, size, channels}, DType::u8, device);
+  cuda::crop_flip(base + images_at, crop_params, current.ptr<uint8_t>(), batch, size, channels);
+  if (stages > 0) {
+    Tensor next = empty({batch, size, size, channels}, DType::u8, device);
+    Tensor scratch = empty({batch, 2 * size}, DType::i32, device);
+    for (size_t k = 0; k < stages; ++k) {
+      cuda::augment_stage(current.ptr<uint8_t>(), next.ptr<uint8_t>(), stage_base + k * static_cast<size_t>(batch),
+                          scratch.ptr<int32_t>(), batch, size, channels);
+      std::swap(current, next);
+    }
+  }
+  return current;
+}
+
+}  // namespace
+
+ViewParams draw_view_params(RandomStream& stream, int64_t height, int64_t width, int64_t image_size,
+                            bool randaugment) {
+  ViewParams v;
+  v.crop_flip = draw_random_crop_flip(stream, height, width, image_size);
+  if (randaugment) v.steps = draw_randaugment(stream, image_size, image_size);
+  return v;
+}
+
+Tensor augment_images(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
+                      Device device) {
+  const int64_t channels = check_batch("augment_images", resized, params, image_size);
+  if (device.is_cuda()) return device_views(resized, params, image_size, channels, device);
+  const auto batch = static_cast<int64_t>(resized.size());
+  Tensor out = empty({batch, image_size, image_size, channels}, DType::u8);
+  for (int64_t b = 0; b < batch; ++b) {
+    const Image view = cpu_view(resized[static_cast<size_t>(b)], params[static_cast<size_t>(b)], image_size);
+    std::memcpy(out.data<uint8_t>() + b * static_cast<int64_t>(view.pixels.size()), view.pixels.data(),
+                view.pixels.size());
+  }
+  return out;
+}
+
+Tensor augment_batch(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
+                     const Normalization& norm, Device device) {
+  const int64_t channels = check_batch("augment_batch", resized, params, image_size);
+  check(static_cast<int64_t>(norm.mean.size()) == channels && static_cast<int64_t>(norm.std.size()) == channels,
+        "augment_batch: ", channels, "-channel images but ", norm.mean.size(), " means and ", norm.std.size(),
+        " stds");
+  const auto batch = static_cast<int64_t>(resized.size());
+  const int64_t plane = channels * image_size * image_size;
+  Tensor out = empty({batch, channels, image_size, image_size}, DType::f32, device);
+  if (device.is_cuda()) {
+    const Tensor views = device_views(resized, params, image_size, channels, device);
+    cuda::NormalizeParams constants;
+    for (int64_t c = 0; c < channels; ++c) {
+      constants.mean[c] = norm.mean[static_cast<size_t>(c)];
+      constants.std[c] = norm.std[static_cast<size_t>(c)];
+    }
+    cuda::normalize_images(views.ptr<uint8_t>(), out.ptr<float>(), batch, image_size, channels, constants);
+    return out;
+  }
+  for (int64_t b = 0; b < batch; ++b)
+    to_tensor_normalize(cpu_view(resized[static_cast<size_t>(b)], params[static_cast<size_t>(b)], image_size), norm,
+                        out.data<float>() + b * plane);
+  return out;
+}
+
+}  // namespace mcdl
