@@ -14,12 +14,9 @@ Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomS
       return center_crop(resized, image_size, image_size);
     case ViewKind::train:
     case ViewKind::strong: {
-      const CropFlip cf = draw_random_crop_flip(stream, resized.height, resized.width, image_size);
-      Image view = crop(resized, cf.top, cf.left, image_size, image_size);
-      if (cf.flip) view = hflip(view);
-      if (kind == ViewKind::strong)
-        view = apply_randaugment(view, draw_randaugment(stream, view.height, view.width));
-      return view;
+      const ViewParams params =
+          draw_view_params(stream, resized.height, resized.width, image_size, kind == ViewKind::strong);
+      return apply_randaugment(apply_crop_flip(resized, params.crop_flip, image_size), params.steps);
     }
     case ViewKind::pretrain: {
       Image view = apply_resized_crop(resized, draw_random_resized_crop(stream, resized.height, resized.width),
@@ -97,22 +94,46 @@ bool BatchLoader::next(LoadedBatch& out) {
   ++next_to_return_;
   lock.unlock();
   cv_.notify_all();
+  // The device part of the batch, on this (the consumer's) thread.
+  for (size_t v = 0; v < out.device_params.size(); ++v)
+    if (!out.device_params[v].empty())
+      out.views[v] =
+          augment_batch(out.resized, out.device_params[v], options_.image_size, options_.normalization, options_.device);
+  out.resized.clear();
+  out.device_params.clear();
+  for (Tensor& view : out.views) view = view.to(options_.device);
   return true;
 }
 
 LoadedBatch BatchLoader::build_batch(int64_t epoch, int64_t batch) const {
   const std::vector<int64_t>& items = batches_[static_cast<size_t>(batch)];
   const int64_t b = static_cast<int64_t>(items.size()), s = options_.image_size, c = cache_.channels();
+  const size_t num_views = options_.views.size();
+  // Train and strong views go to the GPU kernels when the batch is for a CUDA device.
+  std::vector<bool> on_device(num_views, false);
+  bool any_on_device = false;
+  for (size_t v = 0; v < num_views; ++v) {
+    on_device[v] = options_.device.is_cuda() &&
+                   (options_.views[v] == ViewKind::train || options_.views[v] == ViewKind::strong);
+    any_on_device = any_on_device || on_device[v];
+  }
   LoadedBatch out;
   out.batch = batch;
-  for (size_t v = 0; v < options_.views.size(); ++v) out.views.push_back(empty({b, c, s, s}));
+  out.device_params.resize(any_on_device ? num_views : 0);
+  for (size_t v = 0; v < num_views; ++v) out.views.push_back(on_device[v] ? Tensor() : empty({b, c, s, s}));
   for (int64_t i = 0; i < b; ++i) {
-    const Image resized = cache_.get(items[static_cast<size_t>(i)]);
-    for (size_t v = 0; v < options_.views.size(); ++v) {
+    Image resized = cache_.get(items[static_cast<size_t>(i)]);
+    for (size_t v = 0; v < num_views; ++v) {
       RandomStream stream(options_.seed, stream_id("augment", {epoch, batch, i, static_cast<int64_t>(v)}));
+      if (on_device[v]) {
+        out.device_params[v].push_back(draw_view_params(stream, resized.height, resized.width, s,
+                                                        options_.views[v] == ViewKind::strong));
+        continue;
+      }
       const Image view = make_view(resized, options_.views[v], s, stream);
       to_tensor_normalize(view, options_.normalization, out.views[v].data<float>() + i * c * s * s);
     }
+    if (any_on_device) out.resized.push_back(std::move(resized));
   }
   return out;
 }

@@ -1,6 +1,10 @@
 // Turns lists of training images into batches of normalised views, on worker threads with a
 // bounded prefetch queue, in order.
 //
+// On a CUDA device the train and strong views are cropped, flipped, augmented and normalised by
+// the GPU kernels (data/device_augment.h) from parameters the workers draw on the host, bit for
+// bit the CPU's result; the other views are prepared on the CPU.
+//
 // Each view of each sample is drawn from its own generator stream
 // ("augment", epoch, batch, position, view) of the run's seed, so a batch's pixels depend only
 // on (seed, epoch, batch, position, view): never on the number of workers, on timing, or on
@@ -13,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "data/device_augment.h"
 #include "data/image_cache.h"
 #include "data/transforms.h"
 #include "engine/tensor.h"
@@ -33,12 +38,17 @@ struct LoaderOptions {
   int64_t workers = 1;           // threads preparing batches
   int64_t prefetch = 4;          // batches prepared ahead at most
   uint64_t seed = 0;
+  Device device = Device::cpu();  // where the views are returned
 };
 
-// The views of one batch: views[v] is [B, C, S, S] f32 on the CPU.
+// The views of one batch: views[v] is [B, C, S, S] f32 on options.device.
 struct LoadedBatch {
   int64_t batch = 0;
   std::vector<Tensor> views;
+  // Work left for the consumer thread on a CUDA device: the resized images and, per view, the
+  // drawn parameters (empty for views already prepared on the CPU).
+  std::vector<Image> resized;
+  std::vector<std::vector<ViewParams>> device_params;
 };
 
 // One view of one image, as the loader computes it (exposed for tools and tests).

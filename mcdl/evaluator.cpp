@@ -37,12 +37,13 @@ void EvaluationSet::for_each_frozen_batch(VisionTransformer& backbone, Visit vis
   loader_options.normalization = options_.normalization;
   loader_options.views = {ViewKind::test};
   loader_options.workers = options_.workers;
+  loader_options.device = options_.device;
   BatchLoader loader(cache_, loader_options);
   loader.start(0, batches());
   LoadedBatch batch;
   std::vector<Tensor> kept;
   while (loader.next(batch)) {
-    Tensor tokens = backbone.forward_frozen(batch.views[0].to(options_.device));
+    Tensor tokens = backbone.forward_frozen(batch.views[0]);
     if (keep) kept.push_back(tokens.to(Device::cpu()));
     visit(static_cast<size_t>(batch.batch), tokens);
   }

@@ -102,6 +102,7 @@ double run_pretraining(const PretrainConfig& config) {
   loader_options.workers = config.workers > 0 ? config.workers : (device.is_cpu() ? 1 : std::max<int64_t>(1, cores - 1));
   loader_options.prefetch = 2 * loader_options.workers;
   loader_options.seed = config.seed;
+  loader_options.device = device;
   BatchLoader loader(cache, loader_options);
 
   const int64_t b = config.batch_size, num_batches = dataset.size() / b;
@@ -125,7 +126,7 @@ double run_pretraining(const PretrainConfig& config) {
     double sum = 0.0;
     int64_t done = 0;
     while (loader.next(batch)) {
-      const Tensor images = concat({batch.views[0], batch.views[1]}, 0).to(device);
+      const Tensor images = concat({batch.views[0], batch.views[1]}, 0);
       const Tensor loss = info_nce_loss(projection.forward(backbone.forward(images)), config.temperature);
       const double value = loss.item();
       check(std::isfinite(value), "pretraining loss became ", value, " at epoch ", epoch, ", iteration ", batch.batch,

@@ -239,6 +239,7 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   loader_options.workers = loader_workers();
   loader_options.prefetch = std::max<int64_t>(2, 2 * loader_options.workers);
   loader_options.seed = config_.seed;
+  loader_options.device = device_;
   BatchLoader loader(*data_.cache, loader_options);
   loader.start(epoch, batches);
 
@@ -262,13 +263,14 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
       labelled[static_cast<size_t>(i)] = item.labelled ? 1 : 0;
       if (!item.labelled) bank_index[static_cast<size_t>(i)] = item.index;
     }
-    const Tensor weak1 = batch.views[0].to(device_), weak2 = batch.views[1].to(device_);
+    const Tensor& weak1 = batch.views[0];
+    const Tensor& weak2 = batch.views[1];
     const HeadOutput out = model_->forward(concat({weak1, weak2}, 0));
     const SimGCDLossTerms simgcd = simgcd_loss(out.logits, out.projection, labels, labelled, epoch, loss_config_);
     Tensor total = simgcd.total;
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
-      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2].to(device_), labels, labelled,
+      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2], labels, labelled,
                                             bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
       if (mcdl_losses) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});

@@ -120,6 +120,33 @@ TEST_CASE("loader: batches are identical for any number of workers and come in o
   CHECK(std::equal(test_view.begin(), test_view.begin() + plane, test_view.begin() + plane));
 }
 
+TEST_CASE("loader: on a CUDA device the views equal the CPU's bit for bit (emulated kernels)") {
+  const Dataset d = memory_dataset(10, 30, 3);
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 29;
+  const ImageCache cache(d, iota(10), cache_options);
+  auto run = [&](Device device) {
+    LoaderOptions options;
+    options.image_size = 25;
+    options.normalization = Normalization::imagenet();
+    options.views = {ViewKind::train, ViewKind::strong, ViewKind::test};
+    options.workers = 2;
+    options.seed = 5;
+    options.device = device;
+    BatchLoader loader(cache, options);
+    loader.start(1, {{0, 1, 2, 3}, {4, 5, 6, 9}});
+    std::vector<std::vector<float>> out;
+    LoadedBatch batch;
+    while (loader.next(batch))
+      for (const Tensor& v : batch.views) {
+        CHECK(v.device() == device);
+        out.push_back(v.to(Device::cpu()).to_vector<float>());
+      }
+    return out;
+  };
+  CHECK(run(Device::cpu()) == run(Device::cuda()));
+}
+
 TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapped file; the cache persists") {
   const fs::path dir = temp_dir("cache");
   Dataset d;
