@@ -14,9 +14,9 @@ const HeadConfig& validated(const HeadConfig& config) {
 }  // namespace
 
 SimGCDHead::SimGCDHead(int64_t in_dim, const HeadConfig& config)
-    : mlp0(in_dim, validated(config).hidden_dim, true, ParamInit::trunc_normal(0.02)),
-      mlp2(config.hidden_dim, config.hidden_dim, true, ParamInit::trunc_normal(0.02)),
-      mlp4(config.hidden_dim, config.bottleneck_dim, true, ParamInit::trunc_normal(0.02)),
+    : mlp0(in_dim, validated(config).hidden_dim, true, ParamInit::trunc_normal(config.init_std)),
+      mlp2(config.hidden_dim, config.hidden_dim, true, ParamInit::trunc_normal(config.init_std)),
+      mlp4(config.hidden_dim, config.bottleneck_dim, true, ParamInit::trunc_normal(config.init_std)),
       weight_g(empty({config.num_classes, 1})),
       weight_v(new_parameter({config.num_classes, in_dim})) {}
 

@@ -147,6 +147,7 @@ void VitConfig::validate() const {
 }
 
 void HeadConfig::validate() const {
+  check(init_std > 0, "head config: init_std must be positive, got ", init_std);
   check(hidden_dim > 0 && bottleneck_dim > 0 && num_classes >= 0, "head config: hidden ", hidden_dim,
         " and bottleneck ", bottleneck_dim, " must be positive and classes ", num_classes, " non-negative");
 }

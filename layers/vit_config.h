@@ -46,6 +46,9 @@ struct HeadConfig {
   int64_t hidden_dim = 2048;
   int64_t bottleneck_dim = 256;
   int64_t num_classes = 0;  // 0: no head
+  // Std of the MLP weights at initialisation (SimGCD: 0.02, tuned for 768 → 2048 → 2048 → 256).
+  // Not part of the stored architecture: it only matters to initialize().
+  double init_std = 0.02;
   void validate() const;
   bool operator==(const HeadConfig&) const = default;
 };

@@ -113,18 +113,28 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const Consistency weak_c = bank_weak.consistency(all), strong_c = bank_strong.consistency(all);
   const Tensor buckets = credibility_buckets(weak_c, strong_c, mu);
   report.counts = count_buckets(buckets);
-  const std::vector<int64_t> cluster_to_class = v2_assignment(truth, predictions);
+  std::vector<int64_t> known_truth, known_predictions;  // samples with ground truth
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] >= 0) {
+      known_truth.push_back(truth[i]);
+      known_predictions.push_back(predictions[i]);
+    }
+  const std::vector<int64_t> cluster_to_class =
+      known_truth.empty() ? std::vector<int64_t>{} : v2_assignment(known_truth, known_predictions);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
                ? cluster_to_class[static_cast<size_t>(cluster)]
                : -1;
   };
   auto accuracy = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& pseudo) {
-    if (members.empty()) return std::nan("");
-    int64_t correct = 0;
-    for (size_t i = 0; i < members.size(); ++i)
-      correct += mapped(pseudo[i]) == truth[static_cast<size_t>(members[i])] ? 1 : 0;
-    return static_cast<double>(correct) / static_cast<double>(members.size());
+    int64_t correct = 0, known = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      const int64_t t = truth[static_cast<size_t>(members[i])];
+      if (t < 0) continue;
+      ++known;
+      correct += mapped(pseudo[i]) == t ? 1 : 0;
+    }
+    return known == 0 ? std::nan("") : static_cast<double>(correct) / static_cast<double>(known);
   };
   const std::vector<int64_t> high = rows_in_bucket(buckets, Bucket::high);
   const std::vector<int64_t> medium = rows_in_bucket(buckets, Bucket::medium);

@@ -23,6 +23,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"model", "model spec when no --weights is given, e.g. img=28,patch=7,dim=64,depth=4,heads=4,chans=1", &c.model},
       {"head-hidden", "hidden width of the SimGCD head's projection MLP", &c.head_hidden},
       {"head-bottleneck", "output width of the projection MLP", &c.head_bottleneck},
+      {"head-init-std", "std of the head MLP weights at initialisation", &c.head_init_std},
       {"method", "simgcd+mcdl (default), simgcd or kmeans", &c.method},
       {"device", "auto (GPU when present), cpu or cuda", &c.device},
       {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
@@ -95,6 +96,7 @@ void validate_config(const TrainConfig& c) {
   check(c.mix_alpha > 0, "--mix-alpha must be positive");
   check(c.max_train >= 0 && c.max_iters >= 0 && c.keep_every >= 0 && c.workers >= 0 && c.cache_mem_mb >= 0,
         "--max-train, --max-iters, --keep-every, --workers and --cache-mem must not be negative");
+  check(c.head_init_std > 0, "--head-init-std must be positive");
   check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
   check(c.kmeans_restarts >= 1 && c.kmeans_iters >= 1, "--kmeans-restarts and --kmeans-iters must be positive");

@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string model;                   // model spec when no weights file is given (layers/vit_config.h)
   int64_t head_hidden = 2048;          // SimGCD head MLP: D → hidden → hidden → bottleneck
   int64_t head_bottleneck = 256;
+  double head_init_std = 0.02;         // SimGCD's; small backbones need more (see the README's demo)
   std::string method = "simgcd+mcdl";  // simgcd, simgcd+mcdl, kmeans
   std::string device = "auto";         // auto, cpu, cuda
   std::string out;                     // run directory

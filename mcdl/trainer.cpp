@@ -54,6 +54,7 @@ std::unique_ptr<SimGCDModel> build_model(const TrainConfig& config, int64_t num_
   model_config.head.hidden_dim = config.head_hidden;
   model_config.head.bottleneck_dim = config.head_bottleneck;
   model_config.head.num_classes = num_classes;
+  model_config.head.init_std = config.head_init_std;
   auto model = std::make_unique<SimGCDModel>(model_config);
   model->initialize(config.seed);
   if (!config.weights.empty()) model->backbone.load_parameters(weights.tensors);
@@ -99,6 +100,22 @@ std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::m
   return out;
 }
 
+// v2 (or v2b) accuracy over the samples whose ground truth is known (the folder layout may have
+// none: then every value is NaN and the run reports the cluster assignments only).
+ClusterAccuracy known_accuracy(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
+                               const std::vector<bool>& is_old, bool balanced) {
+  std::vector<int64_t> t, p;
+  std::vector<bool> o;
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] >= 0) {
+      t.push_back(truth[i]);
+      p.push_back(predictions[i]);
+      o.push_back(is_old[i]);
+    }
+  if (t.empty()) return {std::nan(""), std::nan(""), std::nan("")};
+  return balanced ? split_cluster_acc_v2b(t, p, o) : split_cluster_acc_v2(t, p, o);
+}
+
 std::string percent(double v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.1f", 100.0 * v);
@@ -116,6 +133,7 @@ class Trainer {
   void evaluate(int64_t epoch, MetricsRow& row, bool final);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
+  void make_optimizer();
   void write_predictions(const std::vector<int64_t>& predictions);
   int64_t loader_workers() const;
 
@@ -130,25 +148,20 @@ class Trainer {
   std::unique_ptr<EvaluationSet> eval_;
   SimGCDLossConfig loss_config_;
   int64_t start_epoch_ = 0;
+  int64_t epochs_completed_ = 0;
   int64_t iterations_ = 0;
   bool stop_ = false;
+  bool epoch_complete_ = true;
   ClusterAccuracy last_accuracy_{};
 };
 
-TrainConfig resolved_config(TrainConfig config, bool resume) {
-  if (resume) {
-    const std::string out = config.out;
-    const std::string saved = (std::filesystem::path(out) / "config.json").string();
-    check(std::filesystem::exists(saved), "--resume ", out, ": no config.json there (is it a run directory?)");
-    config = config_from_json_file(saved);
-    config.out = out;
-  }
+TrainConfig validated(TrainConfig config) {
   validate_config(config);
   return config;
 }
 
 Trainer::Trainer(TrainConfig config, bool resume)
-    : config_(resolved_config(std::move(config), resume)),
+    : config_(validated(std::move(config))),
       resume_(resume),
       device_(select_device(config_.device)),
       run_(config_.out),
@@ -157,14 +170,11 @@ Trainer::Trainer(TrainConfig config, bool resume)
                config_.dataset.c_str(), static_cast<long long>(data_.dataset.size()),
                static_cast<long long>(data_.num_classes()), static_cast<long long>(data_.num_old_classes()),
                data_.labelled.size(), data_.unlabelled.size());
-  if (!resume_) {
-    run_.write_text("config.json", config_to_json(config_));
-    write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
-  }
+  run_.write_text("config.json", config_to_json(config_));  // on resume: with the overrides given
+  if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
   model_ = build_model(config_, data_.num_classes());
   model_->to(device_);
-  optimizer_ = std::make_unique<Sgd>(parameter_groups(*model_, config_.lr, config_.weight_decay),
-                                     SgdOptions{config_.momentum, false});
+  make_optimizer();
   loss_config_.student_temp = config_.student_temp;
   loss_config_.warmup_teacher_temp = config_.warmup_teacher_temp;
   loss_config_.teacher_temp = config_.teacher_temp;
@@ -207,13 +217,20 @@ RunSummary Trainer::run() {
     evaluate(epoch, row, final);
     row.push_back({"seconds", seconds_since(epoch_start)});
     run_.append_metrics(row);
-    save_checkpoint(epoch + 1);
+    // An epoch cut short by --max-iters is not checkpointed: a resumed run restarts it from the
+    // previous checkpoint, so it continues exactly as an uninterrupted run would.
+    if (epoch_complete_) save_checkpoint(epoch + 1);
+    else
+      std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
+                   static_cast<long long>(iterations_), static_cast<long long>(epoch + 1));
+    if (epoch_complete_) epochs_completed_ = epoch + 1;
     if (epoch == start_epoch_ && device_.is_cpu())
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
   }
   RunSummary summary;
   summary.accuracy = last_accuracy_;
   summary.iterations = iterations_;
+  summary.epochs_completed = epochs_completed_;
   summary.seconds = seconds_since(start);
   return summary;
 }
@@ -296,6 +313,7 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     }
   }
   bar.finish();
+  epoch_complete_ = done == num_batches;
   for (size_t t = 0; t < names.size(); ++t) {
     if (!mcdl && t >= 6) break;
     row.push_back({names[t], done > 0 ? sums[t] / static_cast<double>(done) : std::nan("")});
@@ -307,13 +325,13 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
   const std::vector<int64_t> predictions = eval_->predict(*model_);
   const std::vector<int64_t> truth = data_.unlabelled_labels();
   const std::vector<bool> is_old = data_.unlabelled_is_old();
-  const ClusterAccuracy acc = split_cluster_acc_v2(truth, predictions, is_old);
+  const ClusterAccuracy acc = known_accuracy(truth, predictions, is_old, false);
   last_accuracy_ = acc;
   row.push_back({"all", acc.all});
   row.push_back({"old", acc.old_classes});
   row.push_back({"new", acc.new_classes});
   if (data_.dataset.balanced_accuracy) {
-    const ClusterAccuracy bal = split_cluster_acc_v2b(truth, predictions, is_old);
+    const ClusterAccuracy bal = known_accuracy(truth, predictions, is_old, true);
     row.push_back({"all_v2b", bal.all});
     row.push_back({"old_v2b", bal.old_classes});
     row.push_back({"new_v2b", bal.new_classes});
@@ -350,7 +368,8 @@ void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
   const std::vector<int64_t> truth = data_.unlabelled_labels();
   for (size_t i = 0; i < predictions.size(); ++i)
     csv += std::to_string(data_.unlabelled[i]) + "," + std::to_string(predictions[i]) + "," +
-           std::to_string(truth[i]) + "," + (truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
+           std::to_string(truth[i]) + "," +
+           (truth[i] < 0 ? "unknown" : truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
   run_.write_text("predictions.csv", csv);
 }
 
@@ -369,6 +388,12 @@ void Trainer::save_checkpoint(int64_t epochs_completed) {
                        epochs_completed - 1, config_.keep_every);
 }
 
+// Over the model's current parameter tensors: rebuilt after load_parameters replaces them.
+void Trainer::make_optimizer() {
+  optimizer_ = std::make_unique<Sgd>(parameter_groups(*model_, config_.lr, config_.weight_decay),
+                                     SgdOptions{config_.momentum, false});
+}
+
 void Trainer::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
@@ -378,9 +403,10 @@ void Trainer::load_checkpoint() {
     check(it != file.metadata.end(), "checkpoint ", run_.last_checkpoint(), " has no '", key, "' entry");
     return it->second;
   };
-  start_epoch_ = std::stoll(meta("epochs_completed"));
+  start_epoch_ = epochs_completed_ = std::stoll(meta("epochs_completed"));
   iterations_ = std::stoll(meta("iterations"));
   model_->load_parameters(unprefixed("model.", file.tensors));
+  make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
   if (bank_weak_) {
     bank_weak_->load_state(unprefixed("bank_weak.", file.tensors));
@@ -401,7 +427,7 @@ RunSummary Trainer::run_kmeans() {
   options.seed = config_.seed;
   const KMeansResult result = kmeans(features, options);
   const std::vector<int64_t> truth = data_.unlabelled_labels();
-  const ClusterAccuracy acc = split_cluster_acc_v2(truth, result.assignment, data_.unlabelled_is_old());
+  const ClusterAccuracy acc = known_accuracy(truth, result.assignment, data_.unlabelled_is_old(), false);
   run_.append_metrics({{"epoch", 0},
                        {"all", acc.all},
                        {"old", acc.old_classes},
@@ -419,6 +445,14 @@ RunSummary Trainer::run_kmeans() {
 }
 
 }  // namespace
+
+TrainConfig resume_config(const std::string& run_dir) {
+  const std::string saved = (std::filesystem::path(run_dir) / "config.json").string();
+  check(std::filesystem::exists(saved), "--resume ", run_dir, ": no config.json there (is it a run directory?)");
+  TrainConfig config = config_from_json_file(saved);
+  config.out = run_dir;
+  return config;
+}
 
 RunSummary run_training(const TrainConfig& config, bool resume) {
   Trainer trainer(config, resume);

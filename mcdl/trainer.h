@@ -18,8 +18,11 @@ struct RunSummary {
   double seconds = 0.0;
 };
 
-// Runs `config` (validated first). With `resume`, config.out must hold an earlier run: its
-// config.json is used, and training continues from checkpoints/last.safetensors.
+// Runs `config` (validated first) into config.out. With `resume`, config.out holds an earlier
+// run (pass its config.json's settings, see resume_config) and training continues from
+// checkpoints/last.safetensors.
 RunSummary run_training(const TrainConfig& config, bool resume);
+// The saved configuration of the run in `run_dir` (its config.json), for resuming it.
+TrainConfig resume_config(const std::string& run_dir);
 
 }  // namespace mcdl

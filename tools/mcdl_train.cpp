@@ -42,6 +42,12 @@ int run(int argc, char** argv) {
   mcdl::TrainConfig config;
   bool resume = false;
   int first = 1;
+  // --resume RUN_DIR first: the saved config, then any other option overrides it (e.g. --epochs).
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--resume") == 0) {
+      config = mcdl::resume_config(argv[i + 1]);
+      resume = true;
+    }
   if (argc < 2) {
     print_help();
     return 2;
@@ -51,6 +57,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (argv[1][0] != '-') {
+    mcdl::check(!resume, "--resume takes no dataset: the run directory's config.json names it");
     config.dataset = argv[1];
     mcdl::check(is_dataset(config.dataset), "unknown dataset '", config.dataset,
                 "'; expected one of: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder");
@@ -72,8 +79,7 @@ int run(int argc, char** argv) {
       value = argv[++i];
     }
     if (name == "resume") {
-      resume = true;
-      config.out = value;
+      continue;  // read above
     } else if (name == "config") {
       const std::string dataset = config.dataset;
       config = mcdl::config_from_json_file(value);

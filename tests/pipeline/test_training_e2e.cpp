@@ -1,0 +1,233 @@
+// End to end: ./mcdl_train's run on a tiny synthetic dataset in the folder layout (coloured
+// squares drawn by the test; the colour is the class), on the CPU backend and through the
+// emulated CUDA kernels; resume equals the uninterrupted run; bad input ends in clear errors.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "data/decode.h"
+#include "engine/random.h"
+#include "engine/safetensors.h"
+#include "layers/backbone_file.h"
+#include "mcdl/trainer.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kClasses = 6, kOld = 3, kPerClass = 36, kSize = 16;
+const uint8_t kColours[kClasses][3] = {{220, 40, 40}, {40, 200, 40}, {40, 60, 220},
+                                       {230, 220, 40}, {40, 210, 220}, {210, 40, 210}};
+
+// A square of the class's colour at a random place on a noisy grey background.
+Image coloured_square(int cls, RandomStream& stream) {
+  Image image(kSize, kSize, 3);
+  for (auto& p : image.pixels) p = static_cast<uint8_t>(100 + stream.randint(0, 40));
+  const int64_t side = stream.randint(7, 12), top = stream.randint(0, kSize - side), left = stream.randint(0, kSize - side);
+  for (int64_t y = top; y < top + side; ++y)
+    for (int64_t x = left; x < left + side; ++x)
+      for (int c = 0; c < 3; ++c)
+        image.at(y, x, c) = static_cast<uint8_t>(std::clamp<int64_t>(kColours[cls][c] + stream.randint(-20, 20), 0, 255));
+  return image;
+}
+
+// ROOT/labelled/class<k>/ holds half of each old class; everything else is in ROOT/unlabelled/
+// with its class in unlabelled_labels.csv.
+fs::path make_folder_dataset() {
+  const fs::path root = fs::temp_directory_path() / ("mcdl-e2e-" + std::to_string(::getpid()));
+  if (fs::exists(root / "unlabelled_labels.csv")) return root;
+  fs::create_directories(root / "unlabelled");
+  std::ofstream labels(root / "unlabelled_labels.csv");
+  RandomStream stream(1, stream_id("e2e-images"));
+  for (int cls = 0; cls < kClasses; ++cls) {
+    const std::string name = "class" + std::to_string(cls);
+    if (cls < kOld) fs::create_directories(root / "labelled" / name);
+    for (int i = 0; i < kPerClass; ++i) {
+      const std::string file = name + "_" + std::to_string(i) + ".png";
+      if (cls < kOld && i % 2 == 0) {
+        write_png((root / "labelled" / name / file).string(), coloured_square(cls, stream));
+      } else {
+        write_png((root / "unlabelled" / file).string(), coloured_square(cls, stream));
+        labels << file << "," << name << "\n";
+      }
+    }
+  }
+  return root;
+}
+
+TrainConfig tiny_config(const fs::path& out, const std::string& method) {
+  TrainConfig c;
+  c.dataset = "folder";
+  c.data_root = make_folder_dataset().string();
+  c.num_classes = kClasses;
+  c.model = "img=16,patch=4,dim=32,depth=2,heads=2,chans=3";
+  c.head_hidden = 64;
+  c.head_bottleneck = 32;
+  // SimGCD's 0.02 suits 768 → 2048-wide heads; at these widths it starts the projections near
+  // zero, where the first steps collapse them onto the last bias.
+  c.head_init_std = 0.1;
+  c.grad_from_block = 0;
+  c.method = method;
+  c.device = "cpu";
+  c.image_size = kSize;
+  c.epochs = 20;
+  c.batch_size = 32;
+  c.lr = 0.1;
+  c.mu = 4;
+  c.mcdl_start = 4;
+  c.warmup_teacher_epochs = 6;
+  c.workers = 2;
+  c.progress = false;
+  c.seed = 3;
+  c.out = out.string();
+  fs::remove_all(out);
+  return c;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("e2e: SimGCD + MCDL on coloured squares learns the classes, old and new, on the CPU") {
+  const fs::path out = fs::temp_directory_path() / ("mcdl-e2e-run-" + std::to_string(::getpid()));
+  const RunSummary summary = run_training(tiny_config(out, "simgcd+mcdl"), false);
+  // Chance is 1/6; the colour makes the classes easy to separate.
+  CHECK(summary.accuracy.all > 0.6);
+  CHECK(summary.accuracy.new_classes > 0.4);
+  CHECK(summary.epochs_completed == 20);
+  for (const char* file : {"config.json", "split.csv", "metrics.jsonl", "metrics.csv", "predictions.csv",
+                           "checkpoints/last.safetensors"})
+    CHECK(fs::exists(out / file));
+  const std::string csv = read_text(out / "metrics.csv");
+  CHECK(csv.find("epoch,lr,loss,cls,cluster,memax,contrastive,supcon,l_sup,l_semi,l_self") == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 21);
+  CHECK(csv.find(",high,medium,low,high_pseudo_acc,medium_pseudo_acc,") != std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST_CASE("e2e: a run resumed from its checkpoint equals the uninterrupted run bit for bit (CPU)") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-resume-" + std::to_string(::getpid()));
+  TrainConfig whole = tiny_config(base / "whole", "simgcd+mcdl");
+  whole.epochs = 4;
+  whole.mcdl_start = 2;
+  run_training(whole, false);
+
+  TrainConfig first = tiny_config(base / "parts", "simgcd+mcdl");
+  first.epochs = 4;
+  first.mcdl_start = 2;
+  // 216 training images at batch 32: 6 iterations per epoch; stop after epoch 2 (and, with a
+  // budget that ends mid-epoch 3, show that the partial epoch is not checkpointed).
+  first.max_iters = 14;
+  run_training(first, false);
+  TrainConfig resumed = resume_config(first.out);
+  CHECK(resumed.epochs == 4);
+  resumed.max_iters = 0;
+  run_training(resumed, true);
+
+  const SafetensorsFile a = load_safetensors((base / "whole/checkpoints/last.safetensors").string());
+  const SafetensorsFile b = load_safetensors((base / "parts/checkpoints/last.safetensors").string());
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    INFO(name);
+    REQUIRE(b.tensors.count(name) == 1);
+    const Tensor& u = b.tensors.at(name);
+    REQUIRE(t.dtype() == u.dtype());
+    REQUIRE(t.shape() == u.shape());
+    CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
+  }
+  // The metrics of the resumed run: epochs 0..3 once each, the accuracies equal.
+  const std::string whole_csv = read_text(base / "whole/metrics.csv"), parts_csv = read_text(base / "parts/metrics.csv");
+  CHECK(std::count(parts_csv.begin(), parts_csv.end(), '\n') == 5);
+  auto accuracy_column = [](const std::string& csv) {  // the lines without the timing column
+    std::string out;
+    std::istringstream in(csv);
+    for (std::string line; std::getline(in, line);) out += line.substr(0, line.rfind(',')) + "\n";
+    return out;
+  };
+  CHECK(accuracy_column(whole_csv) == accuracy_column(parts_csv));
+  CHECK(read_text(base / "whole/predictions.csv") == read_text(base / "parts/predictions.csv"));
+  fs::remove_all(base);
+}
+
+TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-cuda-" + std::to_string(::getpid()));
+  auto run = [&](const std::string& device) {
+    TrainConfig c = tiny_config(base / device, "simgcd+mcdl");
+    c.device = device;
+    c.epochs = 2;
+    c.mcdl_start = 1;
+    c.mu = 1;  // every unlabelled sample seen once is in a bucket: L_sup, L_semi and L_self all run
+    c.max_iters = 8;  // 216 images at batch 32: 6 iterations in epoch 1, then 2 of epoch 2
+    c.batch_size = 32;
+    return run_training(c, false);
+  };
+  const RunSummary cpu = run("cpu"), cuda = run("cuda");
+  CHECK(cpu.iterations == 8);
+  CHECK(cuda.iterations == 8);
+  std::istringstream a(read_text(base / "cpu/metrics.csv")), b(read_text(base / "cuda/metrics.csv"));
+  std::string header_a, header_b, row_a, row_b;
+  std::getline(a, header_a);
+  std::getline(b, header_b);
+  CHECK(header_a == header_b);
+  // Every loss term of both epochs within float tolerance of the CPU's (reductions differ in order).
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::getline(a, row_a);
+    std::getline(b, row_b);
+    std::istringstream ca(row_a), cb(row_b), names(header_a);
+    for (std::string x, y, name; std::getline(ca, x, ',') && std::getline(cb, y, ',') && std::getline(names, name, ',');) {
+      if (name == "seconds") continue;
+      INFO(name, " epoch ", epoch);
+      const double vx = std::stod(x), vy = std::stod(y);
+      if (std::isnan(vx)) CHECK(std::isnan(vy));
+      else CHECK(vy == doctest::Approx(vx).epsilon(2e-3));
+    }
+  }
+  fs::remove_all(base);
+}
+
+TEST_CASE("e2e: bad input ends in one clear error") {
+  const fs::path out = fs::temp_directory_path() / ("mcdl-e2e-bad-" + std::to_string(::getpid()));
+  TrainConfig c = tiny_config(out, "simgcd");
+  c.data_root = (out / "nowhere").string();
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("nowhere"));
+
+  c = tiny_config(out, "simgcd");
+  c.dataset = "imagenet1k";
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("imagenet1k"));
+
+  c = tiny_config(out, "simgcd");
+  c.model.clear();
+  c.weights = (out / "missing.safetensors").string();
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("does not exist"));
+  fs::create_directories(out);
+  { std::ofstream(out / "garbage.safetensors") << "garbage"; }
+  c.weights = (out / "garbage.safetensors").string();
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("garbage.safetensors"));
+
+  c = tiny_config(out, "simgcd");
+  c.method = "fixmatch";
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("--method"));
+
+  // NaN injection: a backbone whose final norm is NaN makes the first loss NaN.
+  c = tiny_config(out, "simgcd");
+  VisionTransformer vit(parse_model_config(c.model).backbone);
+  vit.initialize(0);
+  vit.norm.weight.data<float>()[0] = std::nanf("");
+  fs::create_directories(out);
+  save_backbone_file((out / "nan.safetensors").string(), vit);
+  c.model.clear();
+  c.weights = (out / "nan.safetensors").string();
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("became nan at epoch 0, iteration 0"));
+  fs::remove_all(out);
+}
