@@ -94,10 +94,9 @@ bench-gpu: $(GPU_BENCH)
 	-python3 tools/bench_torch_gpu.py > $(BUILD)/torch_gpu_times.tsv
 	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
 
-demo:
-	@echo "make demo: the trainer (./mcdl_train fmnist on the CPU) is not part of this engine version yet;" >&2
-	@echo "this version provides the engine core only: run 'make test' and 'make bench'." >&2
-	@exit 2
+# Fashion-MNIST on the CPU: k-means, SimGCD and SimGCD + MCDL side by side (tools/demo.sh).
+demo: mcdl_train
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} tools/demo.sh
 
 deps:
 	tools/install_deps.sh

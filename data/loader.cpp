@@ -30,7 +30,7 @@ Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomS
 
 BatchLoader::BatchLoader(const ImageCache& cache, LoaderOptions options) : cache_(cache), options_(std::move(options)) {
   check(!options_.views.empty(), "loader: no views requested");
-  check(options_.workers >= 1 && options_.prefetch >= 1, "loader: workers and prefetch must be at least 1");
+  check(options_.workers >= 0 && options_.prefetch >= 1, "loader: workers must be >= 0 and prefetch >= 1");
   check(static_cast<int64_t>(options_.normalization.mean.size()) == cache.channels(),
         "loader: normalisation has ", options_.normalization.mean.size(), " channels, the images have ",
         cache.channels());
@@ -87,11 +87,15 @@ void BatchLoader::worker_loop() {
 bool BatchLoader::next(LoadedBatch& out) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (next_to_return_ >= static_cast<int64_t>(batches_.size())) return false;
-  cv_.wait(lock, [&] { return error_ || ready_.count(next_to_return_) > 0; });
-  if (error_) std::rethrow_exception(error_);
-  out = std::move(ready_[next_to_return_]);
-  ready_.erase(next_to_return_);
-  ++next_to_return_;
+  if (workers_.empty()) {
+    out = build_batch(epoch_, next_to_return_++);
+  } else {
+    cv_.wait(lock, [&] { return error_ || ready_.count(next_to_return_) > 0; });
+    if (error_) std::rethrow_exception(error_);
+    out = std::move(ready_[next_to_return_]);
+    ready_.erase(next_to_return_);
+    ++next_to_return_;
+  }
   lock.unlock();
   cv_.notify_all();
   // The device part of the batch, on this (the consumer's) thread.

@@ -35,7 +35,9 @@ struct LoaderOptions {
   int64_t image_size = 224;      // S: the crop fed to the model
   Normalization normalization;   // per-channel mean and std
   std::vector<ViewKind> views;   // one output tensor per entry
-  int64_t workers = 1;           // threads preparing batches
+  // Threads preparing batches; 0: the consumer prepares each batch itself in next() (on the CPU
+  // backend, where the model's own threads use every core, a worker thread only competes with them).
+  int64_t workers = 1;
   int64_t prefetch = 4;          // batches prepared ahead at most
   uint64_t seed = 0;
   Device device = Device::cpu();  // where the views are returned

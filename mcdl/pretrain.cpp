@@ -42,7 +42,7 @@ std::vector<ConfigOption> pretrain_options(PretrainConfig& c) {
       {"projection-hidden", "projection MLP hidden width (0: 4 x the embedding width)", &c.projection_hidden},
       {"max-train", "use only the first N training images (0: all)", &c.max_train},
       {"max-iters", "stop after this many iterations in all (0: no limit)", &c.max_iters},
-      {"workers", "data loader threads (0: automatic)", &c.workers},
+      {"workers", "data loader threads (-1: automatic: none on the CPU, all cores but one with a GPU)", &c.workers},
       {"progress", "progress bar on a terminal (true/false)", &c.progress},
   };
 }
@@ -53,8 +53,8 @@ void validate_pretrain_config(const PretrainConfig& c) {
   check(c.epochs > 0 && c.batch_size >= 2 && c.lr > 0 && c.temperature > 0, "--epochs, --lr and --temperature must ",
         "be positive and --batch-size at least 2");
   check(c.crop_scale_min > 0 && c.crop_scale_min <= 1, "--crop-scale-min must be in (0, 1]");
-  check(c.warmup_epochs >= 0 && c.max_train >= 0 && c.max_iters >= 0 && c.workers >= 0,
-        "--warmup-epochs, --max-train, --max-iters and --workers must not be negative");
+  check(c.warmup_epochs >= 0 && c.max_train >= 0 && c.max_iters >= 0 && c.workers >= -1,
+        "--warmup-epochs, --max-train and --max-iters must not be negative, --workers at least -1");
 }
 
 double run_pretraining(const PretrainConfig& config) {
@@ -99,8 +99,8 @@ double run_pretraining(const PretrainConfig& config) {
   loader_options.normalization = Normalization::for_channels(dataset.channels);
   loader_options.views = {ViewKind::pretrain, ViewKind::pretrain};
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  loader_options.workers = config.workers > 0 ? config.workers : (device.is_cpu() ? 1 : std::max<int64_t>(1, cores - 1));
-  loader_options.prefetch = 2 * loader_options.workers;
+  loader_options.workers = config.workers >= 0 ? config.workers : (device.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1));
+  loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);
   loader_options.seed = config.seed;
   loader_options.device = device;
   BatchLoader loader(cache, loader_options);

@@ -30,7 +30,7 @@ struct PretrainConfig {
   int64_t projection_hidden = 0;   // 0: 4 × the embedding width
   int64_t max_train = 0;           // first N training images (0: all)
   int64_t max_iters = 0;
-  int64_t workers = 0;
+  int64_t workers = -1;                // loader threads (-1: automatic, 0: none)
   bool progress = true;
 };
 

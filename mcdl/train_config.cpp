@@ -32,7 +32,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"prop-labelled", "fraction of the old-class training images that are labelled", &c.prop_labelled},
       {"max-train", "use only the first N training images (0: all)", &c.max_train},
       {"num-classes", "total number of classes K (folder layout)", &c.num_classes},
-      {"workers", "data loader threads (0: automatic)", &c.workers},
+      {"workers", "data loader threads (-1: automatic: none on the CPU, all cores but one with a GPU)", &c.workers},
       {"cache-mem", "image cache memory budget in MiB (0: a quarter of the RAM)", &c.cache_mem_mb},
       {"cache-dir", "keep the decoded, resized images here so later runs skip decoding", &c.cache_dir},
       {"skip-bad-images", "drop unreadable images (after the split is drawn) instead of stopping", &c.skip_bad_images},
@@ -94,8 +94,9 @@ void validate_config(const TrainConfig& c) {
   check(c.tau_s > 0 && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0,
         "temperatures must be positive");
   check(c.mix_alpha > 0, "--mix-alpha must be positive");
-  check(c.max_train >= 0 && c.max_iters >= 0 && c.keep_every >= 0 && c.workers >= 0 && c.cache_mem_mb >= 0,
-        "--max-train, --max-iters, --keep-every, --workers and --cache-mem must not be negative");
+  check(c.max_train >= 0 && c.max_iters >= 0 && c.keep_every >= 0 && c.cache_mem_mb >= 0,
+        "--max-train, --max-iters, --keep-every and --cache-mem must not be negative");
+  check(c.workers >= -1, "--workers must be -1 (automatic) or at least 0");
   check(c.head_init_std > 0, "--head-init-std must be positive");
   check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");

@@ -28,7 +28,7 @@ struct TrainConfig {
   double prop_labelled = 0.5;          // fraction of old-class training images that are labelled
   int64_t max_train = 0;               // keep the first N training images (0: all)
   int64_t num_classes = 0;             // K for the folder layout
-  int64_t workers = 0;                 // loader threads (0: automatic)
+  int64_t workers = -1;                // loader threads (-1: automatic, 0: none)
   int64_t cache_mem_mb = 0;            // image cache budget in MiB (0: a quarter of the RAM)
   std::string cache_dir;               // keep the decoded image cache here across runs
   bool skip_bad_images = false;

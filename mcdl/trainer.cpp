@@ -198,10 +198,11 @@ Trainer::Trainer(TrainConfig config, bool resume)
 }
 
 int64_t Trainer::loader_workers() const {
-  if (config_.workers > 0) return config_.workers;
+  if (config_.workers >= 0) return config_.workers;
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // On the CPU backend the model itself uses every core; on a GPU the loader gets them.
-  return device_.is_cpu() ? 1 : std::max<int64_t>(1, cores - 1);
+  // On the CPU backend the model itself uses every core (a loader thread would only compete with
+  // it: batches are prepared between steps); on a GPU the loader gets the cores.
+  return device_.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
 }
 
 RunSummary Trainer::run() {
@@ -254,7 +255,7 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   loader_options.views = {ViewKind::train, ViewKind::train};
   if (mcdl) loader_options.views.push_back(ViewKind::strong);
   loader_options.workers = loader_workers();
-  loader_options.prefetch = std::max<int64_t>(2, 2 * loader_options.workers);
+  loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);
   loader_options.seed = config_.seed;
   loader_options.device = device_;
   BatchLoader loader(*data_.cache, loader_options);

@@ -110,8 +110,9 @@ TEST_CASE("loader: batches are identical for any number of workers and come in o
     CHECK(expected == 4);
     return out;
   };
-  const auto one = run(1, 1), three = run(3, 5);
+  const auto one = run(1, 1), three = run(3, 5), inline_loading = run(0, 1);
   CHECK(one == three);
+  CHECK(one == inline_loading);
   // Batch 1 holds sample 5 twice: its two draws differ (own streams), its test view does not.
   const size_t plane = 28 * 28;
   const std::vector<float>& train_view = one[3];
