@@ -163,6 +163,21 @@ TEST_CASE("vit blocks: frozen blocks record no graph and get no gradient") {
   }
 }
 
+TEST_CASE("vit blocks: forward_from_frozen(forward_frozen(x)) is forward(x), bit for bit (the evaluation cache)") {
+  SimGCDModel model = fixture_model();
+  const Tensor images = vit_fixture().reference.at("images_32");
+  for (int64_t from : {0, 1, 2}) {
+    INFO("grad_from_block ", from);
+    model.set_grad_from_block(from);
+    CHECK(model.backbone.frozen_depth() == std::min<int64_t>(from, 1));  // at most depth - 1 = 1
+    const Tensor tokens = model.backbone.forward_frozen(images);
+    CHECK(tokens.shape() == Shape{images.size(0), 1 + 16, 48});
+    CHECK_FALSE(tokens.requires_grad());  // patch_embed, cls_token and pos_embed never train here
+    const std::vector<float> split = model.backbone.forward_from_frozen(tokens).to_vector<float>();
+    CHECK(split == model.backbone.forward(images).to_vector<float>());
+  }
+}
+
 TEST_CASE("vit blocks: position-embedding interpolation edge cases") {
   Tensor pos = random_tensor({1, 17, 6}, 8, -1, 1, DType::f32);
 
