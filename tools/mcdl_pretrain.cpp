@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "tools/common/cli.h"
 #include "mcdl/pretrain.h"
 
 namespace {
@@ -47,11 +48,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return mcdl::tools::run_tool(argc, argv, run); }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "tools/common/cli.h"
 #include "mcdl/train_config.h"
 #include "mcdl/trainer.h"
 
@@ -103,11 +104,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return mcdl::tools::run_tool(argc, argv, run); }
