@@ -1,0 +1,395 @@
+#include "mcdl/gcd_baseline.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "data/gcd_split.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "engine/optim/schedule.h"
+#include "engine/optim/sgd.h"
+#include "engine/safetensors.h"
+#include "layers/backbone_file.h"
+#include "layers/gcd_head.h"
+#include "layers/vision_transformer.h"
+#include "mcdl/evaluator.h"
+#include "mcdl/kmeans.h"
+#include "mcdl/progress.h"
+#include "mcdl/run_directory.h"
+#include "mcdl/simgcd_loss.h"
+#include "mcdl/training_data.h"
+
+namespace mcdl {
+
+GcdLossTerms gcd_loss(const Tensor& outputs, const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
+                      double sup_weight, double temperature) {
+  const char* op = "gcd_loss";
+  check(outputs.defined() && outputs.dim() == 2 && outputs.size(0) > 0 && outputs.size(0) % 2 == 0, op,
+        ": outputs must be [2B, C] with B > 0 (view 1's rows, then view 2's), got ",
+        outputs.defined() ? outputs.str() : std::string("undefined"));
+  const int64_t b = outputs.size(0) / 2;
+  check(static_cast<int64_t>(labels.size()) == b && static_cast<int64_t>(labelled.size()) == b, op, ": expected ", b,
+        " labels and labelled flags for outputs ", outputs.str(), ", got ", labels.size(), " and ", labelled.size());
+  // contrastive_training.py: features = F.normalize(projection_head(backbone(images))), then
+  // info_nce_logits (which normalises once more, as info_nce_loss does) on all rows and
+  // SupConLoss on cat([f1[mask_lab], f2[mask_lab]]) viewed per sample.
+  const Tensor z = l2_normalize(outputs);
+  std::vector<int64_t> rows, row_labels;
+  for (int64_t i = 0; i < b; ++i) {
+    const uint8_t flag = labelled[static_cast<size_t>(i)];
+    check(flag <= 1, op, ": labelled flag ", int{flag}, " at ", i, " is not 0 or 1");
+    if (flag) rows.push_back(i);
+  }
+  const size_t count = rows.size();
+  for (size_t k = 0; k < count; ++k) rows.push_back(rows[k] + b);
+  for (int64_t r : rows) row_labels.push_back(labels[static_cast<size_t>(r % b)]);
+
+  GcdLossTerms t;
+  t.contrastive = info_nce_loss(z, temperature);
+  if (rows.empty()) {
+    // No labelled sample: SupConLoss would average an empty set (NaN); the term is 0.
+    t.supcon = zeros({}, z.dtype(), z.device());
+  } else {
+    std::vector<int64_t> anchors(rows.size());
+    for (size_t k = 0; k < anchors.size(); ++k) anchors[k] = static_cast<int64_t>(k);
+    const Tensor index = from_vector<int64_t>(rows, {static_cast<int64_t>(rows.size())}, z.device());
+    t.supcon = supcon_loss(index_select(z, index), row_labels, anchors, 0.07, 0.07);
+  }
+  t.total = (1 - sup_weight) * t.contrastive + sup_weight * t.supcon;
+  return t;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string percent(double v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * v);
+  return buf;
+}
+
+std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : tensors)
+    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = t;
+  return out;
+}
+
+// v2 (or v2b) over the samples whose ground truth is known (NaN when none is, as in the folder
+// layout without labels for the unlabelled images).
+ClusterAccuracy known_accuracy(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
+                               const std::vector<bool>& is_old, bool balanced) {
+  std::vector<int64_t> t, p;
+  std::vector<bool> o;
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] >= 0) {
+      t.push_back(truth[i]);
+      p.push_back(predictions[i]);
+      o.push_back(is_old[i]);
+    }
+  if (t.empty()) return {std::nan(""), std::nan(""), std::nan("")};
+  return balanced ? split_cluster_acc_v2b(t, p, o) : split_cluster_acc_v2(t, p, o);
+}
+
+TrainConfig validated(TrainConfig config) {
+  validate_config(config);
+  check(config.method == "gcd", "run_gcd_training: --method is '", config.method, "', not gcd");
+  return config;
+}
+
+class GcdRun {
+ public:
+  GcdRun(TrainConfig config, bool resume);
+  RunSummary run();
+
+ private:
+  void build_model();
+  void make_optimizer();
+  void train_epoch(int64_t epoch, MetricsRow& row);
+  // Stages 2 and 3: features, semi-supervised k-means, accuracy, predictions.csv.
+  void cluster(MetricsRow& row, std::string& summary);
+  void save_checkpoint(int64_t epochs_completed);
+  void load_checkpoint();
+  int64_t loader_workers() const;
+
+  TrainConfig config_;
+  bool resume_;
+  Device device_;
+  RunDirectory run_;
+  TrainingData data_;
+  std::unique_ptr<VisionTransformer> backbone_;
+  std::unique_ptr<GcdHead> head_;
+  std::unique_ptr<Sgd> optimizer_;
+  int64_t start_epoch_ = 0, epochs_completed_ = 0, iterations_ = 0;
+  bool stop_ = false, epoch_complete_ = true;
+  ClusterAccuracy accuracy_{std::nan(""), std::nan(""), std::nan("")};
+};
+
+GcdRun::GcdRun(TrainConfig config, bool resume)
+    : config_(validated(std::move(config))),
+      resume_(resume),
+      device_(select_device(config_.device)),
+      run_(config_.out),
+      data_(load_training_data(config_)) {
+  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
+               config_.dataset.c_str(), static_cast<long long>(data_.dataset.size()),
+               static_cast<long long>(data_.num_classes()), static_cast<long long>(data_.num_old_classes()),
+               data_.labelled.size(), data_.unlabelled.size());
+  run_.write_text("config.json", config_to_json(config_));
+  if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
+  build_model();
+  make_optimizer();
+  if (resume_) load_checkpoint();
+}
+
+// The backbone from --weights (or a fresh one from --model) and GCD's head, initialised from
+// the seed; then GCD's freezing rule (blocks ≥ grad_from_block and the head train).
+void GcdRun::build_model() {
+  VitConfig vit;
+  BackboneFile weights;
+  if (!config_.weights.empty()) {
+    weights = load_backbone_file(config_.weights);
+    vit = weights.config.backbone;
+  } else {
+    check(!config_.model.empty(), "no backbone weights: pass --weights FILE (see the README: DINO's ViT-B/16 ",
+          "converted with ./mcdl_convert), or --model SPEC for a randomly initialised backbone");
+    vit = parse_model_config(config_.model).backbone;
+  }
+  backbone_ = std::make_unique<VisionTransformer>(vit);
+  backbone_->initialize(config_.seed);
+  if (!config_.weights.empty()) backbone_->load_parameters(weights.tensors);
+  head_ = std::make_unique<GcdHead>(
+      vit.embed_dim, GcdHeadConfig{config_.head_hidden, config_.head_bottleneck, config_.gcd_head_out,
+                                   config_.head_init_std});
+  head_->initialize(config_.seed);
+  const int64_t from = config_.grad_from_block >= 0 ? config_.grad_from_block : vit.depth - 1;
+  check(from < vit.depth, "--grad-from-block ", from, " is past the last block (the backbone has ", vit.depth, ")");
+  backbone_->set_grad_from_block(from);
+  head_->set_trainable(true);
+  backbone_->to(device_);
+  head_->to(device_);
+}
+
+// GCD's SGD over projection_head.parameters() + model.parameters(): one group, weight decay on
+// every parameter that trains. Over the current parameter tensors: rebuilt after loading them.
+void GcdRun::make_optimizer() {
+  ParamGroup all{"all", {}, config_.lr, config_.weight_decay};
+  for (auto& p : backbone_->trainable_parameters()) all.params.push_back({"model." + p.name, p.tensor});
+  for (auto& p : head_->trainable_parameters()) all.params.push_back({"projection_head." + p.name, p.tensor});
+  optimizer_ = std::make_unique<Sgd>(std::vector<ParamGroup>{all}, SgdOptions{config_.momentum, false});
+}
+
+int64_t GcdRun::loader_workers() const {
+  if (config_.workers >= 0) return config_.workers;
+  // As the trainer: none on the CPU backend (the model uses every core), the cores on a GPU.
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  return device_.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
+}
+
+RunSummary GcdRun::run() {
+  const auto start = Clock::now();
+  const CosineAnnealing schedule(config_.lr, config_.epochs, config_.lr * config_.lr_min_factor);
+  for (int64_t epoch = start_epoch_; epoch < config_.epochs && !stop_; ++epoch) {
+    const auto epoch_start = Clock::now();
+    optimizer_->set_lr(schedule.lr_at(epoch));
+    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
+    train_epoch(epoch, row);
+    std::string line;
+    for (size_t i = 2; i < row.size() && row[i].first != "iterations"; ++i) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%s%s %.4f", i == 2 ? "" : " ", row[i].first.c_str(), row[i].second);
+      line += buf;
+    }
+    std::string clustering;
+    if (stop_ || epoch + 1 == config_.epochs) cluster(row, clustering);
+    else {
+      for (const char* name : {"all", "old", "new"}) row.push_back({name, std::nan("")});
+      if (data_.dataset.balanced_accuracy)
+        for (const char* name : {"all_v2b", "old_v2b", "new_v2b"}) row.push_back({name, std::nan("")});
+    }
+    row.push_back({"seconds", seconds_since(epoch_start)});
+    run_.append_metrics(row);
+    std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
+                static_cast<long long>(config_.epochs), line.c_str(), row[1].second, clustering.c_str());
+    std::fflush(stdout);
+    // As the trainer: an epoch cut short by --max-iters is not checkpointed.
+    if (epoch_complete_) {
+      save_checkpoint(epoch + 1);
+      epochs_completed_ = epoch + 1;
+    }
+  }
+  RunSummary summary;
+  summary.accuracy = accuracy_;
+  summary.iterations = iterations_;
+  summary.epochs_completed = epochs_completed_;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
+  const GcdSampler sampler(static_cast<int64_t>(data_.labelled.size()), static_cast<int64_t>(data_.unlabelled.size()),
+                           config_.batch_size, config_.seed);
+  const std::vector<SampledItem> draws = sampler.draw_epoch(epoch);
+  const int64_t num_batches = sampler.batches_per_epoch(), b = config_.batch_size;
+  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
+  for (int64_t i = 0; i < num_batches * b; ++i) {
+    const SampledItem& item = draws[static_cast<size_t>(i)];
+    batches[static_cast<size_t>(i / b)].push_back(item.labelled ? data_.labelled[static_cast<size_t>(item.index)]
+                                                                : data_.unlabelled[static_cast<size_t>(item.index)]);
+  }
+  LoaderOptions loader_options;
+  loader_options.image_size = config_.image_size;
+  loader_options.normalization = data_.normalization;
+  loader_options.views = {ViewKind::train, ViewKind::train};
+  loader_options.workers = loader_workers();
+  loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);
+  loader_options.seed = config_.seed;
+  loader_options.device = device_;
+  BatchLoader loader(*data_.cache, loader_options);
+  loader.start(epoch, batches);
+
+  double sums[3] = {0.0, 0.0, 0.0};
+  ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), num_batches,
+                  config_.progress);
+  LoadedBatch batch;
+  int64_t done = 0;
+  while (loader.next(batch)) {
+    const int64_t it = batch.batch;
+    std::vector<int64_t> labels(static_cast<size_t>(b));
+    std::vector<uint8_t> labelled(static_cast<size_t>(b));
+    for (int64_t i = 0; i < b; ++i) {
+      labels[static_cast<size_t>(i)] = data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]);
+      labelled[static_cast<size_t>(i)] = draws[static_cast<size_t>(it * b + i)].labelled ? 1 : 0;
+    }
+    const Tensor outputs = head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
+    const GcdLossTerms loss = gcd_loss(outputs, labels, labelled, config_.sup_weight, config_.gcd_temperature);
+    const double values[3] = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
+    if (!std::isfinite(values[0]))
+      fail("the GCD loss became ", values[0], " at epoch ", epoch, ", iteration ", it, " (contrastive ", values[1],
+           ", supcon ", values[2], "); training stopped. ",
+           epoch > 0 ? "Resume from " + run_.last_checkpoint() + " with --resume " + run_.path() + " after lowering --lr"
+                     : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+    optimizer_->zero_grad();
+    loss.total.backward();
+    optimizer_->step();
+    for (int t = 0; t < 3; ++t) sums[t] += values[t];
+    ++done;
+    ++iterations_;
+    char status[64];
+    std::snprintf(status, sizeof status, "loss %.4f", sums[0] / static_cast<double>(done));
+    bar.update(done, done * b, status);
+    if (config_.max_iters > 0 && iterations_ >= config_.max_iters) {
+      stop_ = true;
+      break;
+    }
+  }
+  bar.finish();
+  epoch_complete_ = done == num_batches;
+  const char* names[3] = {"loss", "contrastive", "supcon"};
+  for (int t = 0; t < 3; ++t) row.push_back({names[t], done > 0 ? sums[t] / static_cast<double>(done) : std::nan("")});
+  row.push_back({"iterations", static_cast<double>(done)});
+}
+
+void GcdRun::cluster(MetricsRow& row, std::string& summary) {
+  // extract_features.py + k_means.py: every training image through the test transform, labelled
+  // ones first; their L2-normalised CLS features; the labelled rows fixed to their classes.
+  std::vector<int64_t> images = data_.labelled;
+  images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
+  EvaluationOptions eval_options;
+  eval_options.image_size = config_.image_size;
+  eval_options.normalization = data_.normalization;
+  eval_options.batch_size = config_.eval_batch_size;
+  eval_options.workers = loader_workers();
+  eval_options.device = device_;
+  EvaluationSet set(*data_.cache, images, eval_options);
+  const Tensor features = set.features(*backbone_, true);
+
+  const int64_t num_labelled = static_cast<int64_t>(data_.labelled.size());
+  std::vector<int64_t> labelled_rows(static_cast<size_t>(num_labelled)), labelled_classes;
+  for (int64_t i = 0; i < num_labelled; ++i) {
+    labelled_rows[static_cast<size_t>(i)] = i;
+    labelled_classes.push_back(data_.label(data_.labelled[static_cast<size_t>(i)]));
+  }
+  KMeansOptions options;
+  options.k = data_.num_classes();
+  options.restarts = effective_kmeans_restarts(config_);
+  options.max_iters = effective_kmeans_iters(config_);
+  options.seed = config_.seed;
+  const KMeansResult result = semi_supervised_kmeans(features.to(device_), labelled_rows, labelled_classes, options);
+  const std::vector<int64_t> predictions(result.assignment.begin() + num_labelled, result.assignment.end());
+
+  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  const std::vector<bool> is_old = data_.unlabelled_is_old();
+  accuracy_ = known_accuracy(truth, predictions, is_old, false);
+  row.push_back({"all", accuracy_.all});
+  row.push_back({"old", accuracy_.old_classes});
+  row.push_back({"new", accuracy_.new_classes});
+  if (data_.dataset.balanced_accuracy) {
+    const ClusterAccuracy bal = known_accuracy(truth, predictions, is_old, true);
+    row.push_back({"all_v2b", bal.all});
+    row.push_back({"old_v2b", bal.old_classes});
+    row.push_back({"new_v2b", bal.new_classes});
+  }
+  summary = "  ss-k-means (k=" + std::to_string(options.k) + ", " + std::to_string(options.restarts) +
+            " restarts)  All " + percent(accuracy_.all) + " Old " + percent(accuracy_.old_classes) + " New " +
+            percent(accuracy_.new_classes);
+
+  std::string csv = "id,prediction,label,old\n";
+  for (size_t i = 0; i < predictions.size(); ++i)
+    csv += std::to_string(data_.unlabelled[i]) + "," + std::to_string(predictions[i]) + "," +
+           std::to_string(truth[i]) + "," +
+           (truth[i] < 0 ? "unknown" : truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
+  run_.write_text("predictions.csv", csv);
+}
+
+void GcdRun::save_checkpoint(int64_t epochs_completed) {
+  std::map<std::string, Tensor> tensors;
+  for (auto& [name, t] : backbone_->state_dict()) tensors["model." + name] = t;
+  for (auto& [name, t] : head_->state_dict()) tensors["projection_head." + name] = t;
+  for (auto& [name, t] : optimizer_->state_dict()) tensors["optimizer." + name] = t;
+  run_.save_checkpoint(tensors,
+                       {{"epochs_completed", std::to_string(epochs_completed)},
+                        {"iterations", std::to_string(iterations_)},
+                        {"config", config_to_json(config_)},
+                        {"model_config", model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}})}},
+                       epochs_completed - 1, config_.keep_every);
+}
+
+void GcdRun::load_checkpoint() {
+  check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
+        ")");
+  SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  auto meta = [&](const char* key) {
+    auto it = file.metadata.find(key);
+    check(it != file.metadata.end(), "checkpoint ", run_.last_checkpoint(), " has no '", key, "' entry");
+    return it->second;
+  };
+  start_epoch_ = epochs_completed_ = std::stoll(meta("epochs_completed"));
+  iterations_ = std::stoll(meta("iterations"));
+  backbone_->load_parameters(unprefixed("model.", file.tensors));
+  head_->load_parameters(unprefixed("projection_head.", file.tensors));
+  make_optimizer();
+  optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
+  run_.truncate_metrics(start_epoch_);
+  std::fprintf(stderr, "resuming %s after epoch %lld\n", run_.path().c_str(), static_cast<long long>(start_epoch_));
+  if (start_epoch_ >= config_.epochs) stop_ = true;
+}
+
+}  // namespace
+
+RunSummary run_gcd_training(const TrainConfig& config, bool resume) {
+  GcdRun run(config, resume);
+  return run.run();
+}
+
+}  // namespace mcdl
