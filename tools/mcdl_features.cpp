@@ -1,0 +1,176 @@
+// mcdl_features: the backbone's CLS features of image files as a NumPy .npy matrix, for
+// analysis in Python (clustering, t-SNE, nearest neighbours). The work is mcdl/features.h; this
+// is argument parsing and the two output files.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/npy.h"
+#include "mcdl/features.h"
+#include "mcdl/progress.h"
+#include "tools/common/cli.h"
+
+using namespace mcdl;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: mcdl_features (--weights FILE | --checkpoint RUN_DIR) IMAGE_OR_DIR... -o FEATURES.npy\n"
+    "\n"
+    "Runs each image through the test transform (shorter side to int(S/0.875) with Pillow's bicubic\n"
+    "filter, center crop S, ImageNet normalisation; Fashion-MNIST's for 1-channel models) and the\n"
+    "backbone, and writes the CLS features, one row per image, as a float32 array of shape (N, D)\n"
+    "that numpy.load reads, plus the image paths in the same order, one per line, in a .txt file\n"
+    "next to it (FEATURES.txt).\n"
+    "\n"
+    "  --weights FILE        a backbone weights file (./mcdl_convert or ./mcdl_pretrain output)\n"
+    "  --config SPEC         the backbone configuration, overriding the file's (needed for a file\n"
+    "                        without one), e.g. \"img=28,patch=7,dim=64,depth=4,heads=4,chans=1\"\n"
+    "  --checkpoint RUN_DIR  the backbone trained by ./mcdl_train: RUN_DIR/checkpoints/last.safetensors\n"
+    "                        (or a checkpoint file); instead of --weights\n"
+    "  IMAGE_OR_DIR          image files, taken in the order given, and directories, walked\n"
+    "                        recursively for .jpg/.jpeg/.png/.bmp/.gif/.tga/.psd/.pnm/.ppm/.pgm\n"
+    "                        files in sorted order\n"
+    "  -o, --output FILE     the .npy file to write\n"
+    "  --image-size S        the crop size (default: the model's img_size)\n"
+    "  --raw                 the features as they are (default: each row L2-normalised)\n"
+    "  --batch-size N        images per forward pass (default 64)\n"
+    "  --device D            auto, cpu or cuda (default auto)\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 done, 1 error (one line \"error: ...\" on stderr, naming the file), 2 bad usage.\n";
+
+struct Arguments {
+  std::string weights, config, checkpoint, output, device = "auto";
+  std::vector<std::string> inputs;
+  int64_t image_size = 0, batch_size = 64;
+  bool raw = false;
+};
+
+// A bad command line: exit status 2.
+struct UsageError {
+  std::string message;
+};
+
+int64_t positive(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value <= 0)
+    throw UsageError{option + " needs a positive integer, got '" + text + "'"};
+  return value;
+}
+
+// FEATURES.npy → FEATURES.txt (FEATURES → FEATURES.txt).
+std::string list_path(const std::string& output) {
+  return std::filesystem::path(output).replace_extension(".txt").string();
+}
+
+Arguments parse_arguments(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw UsageError{arg + " needs a value"};
+      return std::string(argv[++i]);
+    };
+    if (arg == "--weights") {
+      args.weights = value();
+    } else if (arg == "--config") {
+      args.config = value();
+    } else if (arg == "--checkpoint") {
+      args.checkpoint = value();
+    } else if (arg == "-o" || arg == "--output") {
+      args.output = value();
+    } else if (arg == "--image-size") {
+      args.image_size = positive(value(), arg);
+    } else if (arg == "--batch-size") {
+      args.batch_size = positive(value(), arg);
+    } else if (arg == "--device") {
+      args.device = value();
+    } else if (arg == "--raw") {
+      args.raw = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError{"unknown option '" + arg + "'"};
+    } else {
+      args.inputs.push_back(arg);
+    }
+  }
+  if (args.weights.empty() == args.checkpoint.empty())
+    throw UsageError{"give either --weights FILE or --checkpoint RUN_DIR"};
+  if (!args.config.empty() && args.weights.empty())
+    throw UsageError{"--config goes with --weights (a checkpoint stores its configuration)"};
+  if (args.inputs.empty()) throw UsageError{"no images given"};
+  if (args.output.empty()) throw UsageError{"no output file (-o FEATURES.npy)"};
+  if (list_path(args.output) == args.output)
+    throw UsageError{"-o " + args.output + ": the image list goes to the .txt file of that name; name the output .npy"};
+  return args;
+}
+
+void write_list(const std::string& path, const std::vector<std::string>& lines) {
+  const std::string tmp_path = path + ".tmp";
+  {
+    std::ofstream out(tmp_path, std::ios::trunc);
+    check(out.good(), "cannot create ", tmp_path, ": ", std::strerror(errno));
+    for (const std::string& line : lines) out << line << '\n';
+    out.close();
+    check(out.good(), "writing ", tmp_path, " failed: ", std::strerror(errno));
+  }
+  check(std::rename(tmp_path.c_str(), path.c_str()) == 0, "renaming ", tmp_path, " to ", path,
+        " failed: ", std::strerror(errno));
+}
+
+int run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  Arguments args;
+  try {
+    args = parse_arguments(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\nrun 'mcdl_features --help' for usage\n", e.message.c_str());
+    return 2;
+  }
+  const Device device = select_device(args.device);
+  const std::vector<std::string> images = list_image_files(args.inputs);
+  for (const std::string& image : images)
+    check(image.find('\n') == std::string::npos, image, ": a path with a newline cannot be listed one per line");
+  VisionTransformer backbone = args.checkpoint.empty() ? load_backbone_weights(args.weights, args.config)
+                                                       : load_checkpoint_backbone(args.checkpoint);
+  backbone.to(device);
+
+  FeatureOptions options;
+  options.image_size = args.image_size > 0 ? args.image_size : backbone.config().img_size;
+  options.batch_size = args.batch_size;
+  options.normalise = !args.raw;
+  ProgressBar progress("features", static_cast<int64_t>(images.size()), true);  // on a terminal only
+  options.on_batch = [&](int64_t done) { progress.update(done, done, ""); };
+  Tensor features;
+  try {
+    features = extract_features(backbone, images, options);
+  } catch (...) {
+    progress.finish();  // so that the error line starts on a clean line
+    throw;
+  }
+  progress.finish();
+
+  write_npy(args.output, features);
+  const std::string list = list_path(args.output);
+  write_list(list, images);
+  std::printf("mcdl_features: %zu images, %lld features each (%s, %lldx%lld crops, %s) -> %s, %s\n", images.size(),
+              static_cast<long long>(features.size(1)), args.raw ? "raw" : "L2-normalised",
+              static_cast<long long>(options.image_size), static_cast<long long>(options.image_size),
+              device.str().c_str(), args.output.c_str(), list.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return tools::run_tool(argc, argv, run); }
