@@ -4,8 +4,10 @@
 // (every output element depends only on the inputs and the scalar parameters listed).
 //
 // Floating-point note: Pillow's float expressions are evaluated here in the same order and in the
-// same precision (double for geometry, float32 for blends and filters); a port must keep the order
-// and must not contract a·b + c into an FMA (nvcc: --fmad=false on these kernels).
+// same precision (double for geometry, float32 for blends and filters). The per-pixel formulas
+// live in kernels/augment_math.h, shared with the CUDA kernels: there every operation is a
+// once-rounded _rn intrinsic (__fmul_rn, __fadd_rn, ...), which nvcc never contracts into an FMA,
+// so the kernels need no --fmad=false and give the same bytes as this CPU path.
 #pragma once
 #include <cstdint>
 

@@ -1,13 +1,9 @@
 #include "data/device_augment.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <numbers>
 
+#include "data/augment_plan.h"
 #include "engine/error.h"
 #include "kernels/cuda/augment.h"
 #include "kernels/cuda/runtime.h"
@@ -16,49 +12,10 @@ namespace mcdl {
 namespace {
 
 // ---- the host-side decisions of apply_augment (data/randaugment.cpp), per image and step ------
-// The matrices and the Rotate fast paths are computed as data/randaugment.cpp computes them
-// (torchvision's _get_inverse_affine_matrix, PIL's Image.rotate); the parity test checks that
+// The geometry comes from data/augment_plan.h, as on the CPU path; the parity test checks that
 // both paths give the same bytes for every op.
 
-constexpr double rad_to_deg = 180.0 / std::numbers::pi;
-constexpr double deg_to_rad = std::numbers::pi / 180.0;
-
-std::array<double, 6> inverse_affine_matrix(double cx, double cy, double angle, double tx, double ty,
-                                            double shear_x, double shear_y) {
-  const double rot = angle * deg_to_rad, sx = shear_x * deg_to_rad, sy = shear_y * deg_to_rad;
-  const double a = std::cos(rot - sy) / std::cos(sy);
-  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
-  const double c = std::sin(rot - sy) / std::cos(sy);
-  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
-  std::array<double, 6> m = {d, -b, 0.0, -c, a, 0.0};
-  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
-  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
-  m[2] += cx;
-  m[5] += cy;
-  return m;
-}
-
-// Python's round(x, 15).
-double round15(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.15f", x);
-  return std::strtod(buffer, nullptr);
-}
-
-// PIL Image.rotate(angle, NEAREST)'s inverse matrix about the centre of a size × size image.
-std::array<double, 6> rotation_matrix(double angle, int64_t size) {
-  const double cx = static_cast<double>(size) / 2.0, cy = cx;
-  const double rad = -(angle * deg_to_rad);
-  std::array<double, 6> m = {round15(std::cos(rad)), round15(std::sin(rad)), 0.0, round15(-std::sin(rad)),
-                             round15(std::cos(rad)), 0.0};
-  m[2] = m[0] * -cx + m[1] * -cy + m[2];
-  m[5] = m[3] * -cx + m[4] * -cy + m[5];
-  m[2] += cx;
-  m[5] += cy;
-  return m;
-}
-
-cuda::StageParams affine_stage(const std::array<double, 6>& m, int64_t size) {
+cuda::StageParams affine_stage(const AffineMatrix& m, int64_t size) {
   cuda::StageParams p;
   p.op = cuda::stage_affine;
   p.affine = pixel_math::plan_affine(m.data(), size, size);
@@ -74,29 +31,29 @@ cuda::StageParams blend_stage(cuda::StageOp op, double magnitude) {
 
 // apply_augment's op on a size × size image, as one kernel-level op.
 cuda::StageParams plan_stage(const AugmentStep& step, int64_t size) {
-  const double m = step.magnitude, half = static_cast<double>(size) * 0.5;
+  const double m = step.magnitude;
   cuda::StageParams p;
   switch (step.op) {
     case AugmentOp::identity:
       return p;
     case AugmentOp::shear_x:
-      return affine_stage(inverse_affine_matrix(0, 0, 0, 0, 0, std::atan(m) * rad_to_deg, 0), size);
     case AugmentOp::shear_y:
-      return affine_stage(inverse_affine_matrix(0, 0, 0, 0, 0, 0, std::atan(m) * rad_to_deg), size);
     case AugmentOp::translate_x:
-      return affine_stage(inverse_affine_matrix(half, half, 0, std::trunc(m), 0, 0, 0), size);
     case AugmentOp::translate_y:
-      return affine_stage(inverse_affine_matrix(half, half, 0, 0, std::trunc(m), 0, 0), size);
+      return affine_stage(affine_op_matrix(step.op, m, size, size), size);
     case AugmentOp::rotate: {
-      double angle = std::fmod(m, 360.0);  // Python's float %: the sign of the divisor
-      if (angle < 0.0) angle += 360.0;
-      if (angle == 0.0) return p;
-      if (angle == 90.0 || angle == 180.0 || angle == 270.0) {  // Image.transpose (the image is square)
-        p.op = cuda::stage_quarter_turns;
-        p.count = static_cast<int32_t>(angle / 90.0);
-        return p;
+      const RotatePlan plan = plan_rotate(m, size, size);
+      switch (plan.kind) {
+        case RotatePlan::Kind::identity:
+          return p;
+        case RotatePlan::Kind::quarter_turns:  // Image.transpose (the image is square)
+          p.op = cuda::stage_quarter_turns;
+          p.count = plan.quarter_turns;
+          return p;
+        case RotatePlan::Kind::affine:
+          return affine_stage(plan.matrix, size);
       }
-      return affine_stage(rotation_matrix(angle, size), size);
+      fail("augment: unknown rotate plan");
     }
     case AugmentOp::brightness:
       return blend_stage(cuda::stage_brightness, m);

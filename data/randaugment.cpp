@@ -3,11 +3,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <numbers>
 
 #include "data/augment_ops.h"
+#include "data/augment_plan.h"
 #include "engine/error.h"
 
 namespace mcdl {
@@ -16,10 +14,6 @@ namespace {
 constexpr std::array<std::string_view, num_augment_ops> op_names = {
     "Identity",   "ShearX", "ShearY",    "TranslateX", "TranslateY", "Rotate",       "Brightness",
     "Color",      "Contrast", "Sharpness", "Posterize", "Solarize",   "AutoContrast", "Equalize"};
-
-// CPython's math.degrees / math.radians constants.
-constexpr double rad_to_deg = 180.0 / std::numbers::pi;
-constexpr double deg_to_rad = std::numbers::pi / 180.0;
 
 // torch.linspace(start, end, steps)[index] in float32 as torch 1.13's CPU kernel computes it:
 // step = (end − start)/(steps − 1); the first 16·⌊steps/16⌋ values come in 8-wide vectors
@@ -40,31 +34,7 @@ float linspace_f32(float start, float end, int steps, int index) {
   return scalar(index);
 }
 
-// torchvision _get_inverse_affine_matrix(center, angle, translate, scale=1, shear), in the same
-// operation order (the inverse map PIL's AFFINE transform takes).
-std::array<double, 6> inverse_affine_matrix(double cx, double cy, double angle, double tx, double ty,
-                                            double shear_x, double shear_y) {
-  const double rot = angle * deg_to_rad, sx = shear_x * deg_to_rad, sy = shear_y * deg_to_rad;
-  const double a = std::cos(rot - sy) / std::cos(sy);
-  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
-  const double c = std::sin(rot - sy) / std::cos(sy);
-  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
-  std::array<double, 6> m = {d, -b, 0.0, -c, a, 0.0};
-  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
-  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
-  m[2] += cx;
-  m[5] += cy;
-  return m;
-}
-
-// Python's round(x, 15): correctly rounded to 15 decimals (glibc's printf is exact).
-double round15(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.15f", x);
-  return std::strtod(buffer, nullptr);
-}
-
-Image affine(const Image& image, const std::array<double, 6>& m) {
+Image affine(const Image& image, const AffineMatrix& m) {
   Image out(image.height, image.width, image.channels);
   pixel_ops::affine_nearest(image.pixels.data(), out.pixels.data(), image.height, image.width, image.channels,
                             m.data());
@@ -73,27 +43,20 @@ Image affine(const Image& image, const std::array<double, 6>& m) {
 
 // PIL Image.rotate(angle, NEAREST, expand=False, center=None, fillcolor=0).
 Image pil_rotate(const Image& image, double angle) {
-  angle = std::fmod(angle, 360.0);  // Python's float %: the sign of the divisor
-  if (angle < 0.0) angle += 360.0;
-  int quarter_turns = -1;
-  if (angle == 0.0) return image;
-  if (angle == 180.0) quarter_turns = 2;
-  if ((angle == 90.0 || angle == 270.0) && image.width == image.height) quarter_turns = angle == 90.0 ? 1 : 3;
-  if (quarter_turns > 0) {
-    Image out(image.height, image.width, image.channels);
-    pixel_ops::rotate_quarter_turns(image.pixels.data(), out.pixels.data(), image.height, image.width,
-                                    image.channels, quarter_turns);
-    return out;
+  const RotatePlan plan = plan_rotate(angle, image.height, image.width);
+  switch (plan.kind) {
+    case RotatePlan::Kind::identity:
+      return image;
+    case RotatePlan::Kind::quarter_turns: {
+      Image out(image.height, image.width, image.channels);
+      pixel_ops::rotate_quarter_turns(image.pixels.data(), out.pixels.data(), image.height, image.width,
+                                      image.channels, plan.quarter_turns);
+      return out;
+    }
+    case RotatePlan::Kind::affine:
+      return affine(image, plan.matrix);
   }
-  const double cx = static_cast<double>(image.width) / 2.0, cy = static_cast<double>(image.height) / 2.0;
-  const double rad = -(angle * deg_to_rad);
-  std::array<double, 6> m = {round15(std::cos(rad)), round15(std::sin(rad)), 0.0, round15(-std::sin(rad)),
-                             round15(std::cos(rad)), 0.0};
-  m[2] = m[0] * -cx + m[1] * -cy + m[2];
-  m[5] = m[3] * -cx + m[4] * -cy + m[5];
-  m[2] += cx;
-  m[5] += cy;
-  return affine(image, m);
+  fail("apply_augment: unknown rotate plan");
 }
 
 Image blend_with(const Image& degenerate, const Image& image, double factor) {
@@ -209,18 +172,14 @@ Image apply_augment(const Image& image, const AugmentStep& step) {
         ": images have 3 or 1 channels, got ", image.channels);
   check(image.height > 0 && image.width > 0, "apply_augment: ", augment_op_name(step.op), ": empty image");
   const double m = step.magnitude;
-  const auto w = static_cast<double>(image.width), h = static_cast<double>(image.height);
   switch (step.op) {
     case AugmentOp::identity:
       return image;
-    case AugmentOp::shear_x:  // F.affine(shear=[degrees(atan(m)), 0], center=[0, 0])
-      return affine(image, inverse_affine_matrix(0, 0, 0, 0, 0, std::atan(m) * rad_to_deg, 0));
+    case AugmentOp::shear_x:
     case AugmentOp::shear_y:
-      return affine(image, inverse_affine_matrix(0, 0, 0, 0, 0, 0, std::atan(m) * rad_to_deg));
-    case AugmentOp::translate_x:  // F.affine(translate=[int(m), 0]) about the centre
-      return affine(image, inverse_affine_matrix(w * 0.5, h * 0.5, 0, std::trunc(m), 0, 0, 0));
+    case AugmentOp::translate_x:
     case AugmentOp::translate_y:
-      return affine(image, inverse_affine_matrix(w * 0.5, h * 0.5, 0, 0, std::trunc(m), 0, 0));
+      return affine(image, affine_op_matrix(step.op, m, image.height, image.width));
     case AugmentOp::rotate:
       return pil_rotate(image, m);
     case AugmentOp::brightness:

@@ -6,6 +6,7 @@
 
 #include "data/resize.h"
 #include "engine/error.h"
+#include "kernels/augment_math.h"
 
 namespace mcdl {
 
@@ -113,10 +114,10 @@ void to_tensor_normalize(const Image& image, const Normalization& norm, float* o
         " stds");
   for (int64_t ch = 0; ch < c; ++ch) {
     // The 256 possible results, each computed exactly as torchvision does (so a table lookup is
-    // bit-identical to computing per pixel).
+    // bit-identical to computing per pixel), with the formula the CUDA kernels use.
     const float mean = norm.mean[static_cast<size_t>(ch)], std = norm.std[static_cast<size_t>(ch)];
     float table[256];
-    for (int v = 0; v < 256; ++v) table[v] = (static_cast<float>(v) / 255.0f - mean) / std;
+    for (int v = 0; v < 256; ++v) table[v] = pixel_math::normalize_value(v, mean, std);
     float* dst = out_chw + ch * plane;
     const uint8_t* src = image.pixels.data() + ch;
     for (int64_t i = 0; i < plane; ++i) dst[i] = table[src[i * c]];

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/raw_tensor.h"
+
 namespace mcdl {
 
 // Tensor data is copied byte for byte; safetensors stores it little-endian.
@@ -55,29 +57,6 @@ const char* file_dtype_name(const std::string& path, DType dtype) {
     if (d.engine == dtype) return d.name;
   }
   fail("save_safetensors: ", path, ": no safetensors dtype for ", dtype_name(dtype));
-}
-
-// IEEE binary16 -> binary32, exact for every value (subnormals, infinities, NaN payloads).
-float half_to_float(uint16_t half) {
-  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-  const uint32_t exponent = (half >> 10) & 0x1fu;
-  uint32_t mantissa = half & 0x3ffu;
-  uint32_t word;
-  if (exponent == 0x1f) {
-    word = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    word = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    word = sign;
-  } else {  // subnormal: normalise the mantissa into a float exponent
-    uint32_t shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    word = sign | ((113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(word);
 }
 
 // Owns a POSIX file descriptor: pread/write report short transfers and errno exactly, which
