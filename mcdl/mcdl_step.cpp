@@ -105,7 +105,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
 }
 
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
-                           const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions) {
+                           const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class) {
   BucketReport report;
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
@@ -113,14 +113,6 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const Consistency weak_c = bank_weak.consistency(all), strong_c = bank_strong.consistency(all);
   const Tensor buckets = credibility_buckets(weak_c, strong_c, mu);
   report.counts = count_buckets(buckets);
-  std::vector<int64_t> known_truth, known_predictions;  // samples with ground truth
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] >= 0) {
-      known_truth.push_back(truth[i]);
-      known_predictions.push_back(predictions[i]);
-    }
-  const std::vector<int64_t> cluster_to_class =
-      known_truth.empty() ? std::vector<int64_t>{} : v2_assignment(known_truth, known_predictions);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
                ? cluster_to_class[static_cast<size_t>(cluster)]

@@ -35,12 +35,13 @@ class McdlStep {
 // The end-of-epoch picture of the banks over the whole unlabelled set: bucket sizes, and the
 // pseudo-label accuracy of the high and medium samples (the paper's Table 6), their pseudo
 // labels (high: the weak bank's mode; medium: the argmax of the mean of both banks' means)
-// mapped to classes through the epoch's v2 assignment of `predictions` to `truth`.
+// mapped to classes through the epoch's v2 assignment `cluster_to_class`; truth[i] is the label
+// of unlabelled sample i (−1: unknown, not scored).
 struct BucketReport {
   BucketCounts counts;
   double high_accuracy = 0.0, medium_accuracy = 0.0;  // NaN for an empty bucket
 };
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
-                           const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions);
+                           const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);
 
 }  // namespace mcdl

@@ -16,15 +16,25 @@ int64_t effective_mcdl_start(const TrainConfig& c) {
   return c.mcdl_start >= 0 ? c.mcdl_start : c.epochs / 10;  // 20 of 200, as the public MCDL code
 }
 
+int64_t effective_kmeans_restarts(const TrainConfig& c) {
+  if (c.kmeans_restarts >= 1) return c.kmeans_restarts;
+  return c.method == "gcd" ? 100 : 10;  // GCD's k_means.py script; sklearn's n_init
+}
+
+int64_t effective_kmeans_iters(const TrainConfig& c) {
+  if (c.kmeans_iters >= 1) return c.kmeans_iters;
+  return c.method == "gcd" ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
+}
+
 std::vector<ConfigOption> config_options(TrainConfig& c) {
   return {
       {"data-root", "dataset folder (default: the dataset's usual location)", &c.data_root},
       {"weights", "backbone weights (.safetensors from mcdl_convert or mcdl_pretrain)", &c.weights},
       {"model", "model spec when no --weights is given, e.g. img=28,patch=7,dim=64,depth=4,heads=4,chans=1", &c.model},
-      {"head-hidden", "hidden width of the SimGCD head's projection MLP", &c.head_hidden},
+      {"head-hidden", "hidden width of the SimGCD / GCD head's projection MLP", &c.head_hidden},
       {"head-bottleneck", "output width of the projection MLP", &c.head_bottleneck},
       {"head-init-std", "std of the head MLP weights at initialisation", &c.head_init_std},
-      {"method", "simgcd+mcdl (default), simgcd or kmeans", &c.method},
+      {"method", "simgcd+mcdl (default), simgcd, kmeans or gcd (the GCD baseline)", &c.method},
       {"device", "auto (GPU when present), cpu or cuda", &c.device},
       {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
       {"seed", "seed of every random draw (sampler, augmentation, initialisation, MixMatch)", &c.seed},
@@ -41,7 +51,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"lr", "SGD learning rate", &c.lr},
       {"lr-min-factor", "cosine annealing ends at lr times this", &c.lr_min_factor},
       {"momentum", "SGD momentum", &c.momentum},
-      {"weight-decay", "weight decay on weights (not on biases and norm parameters)", &c.weight_decay},
+      {"weight-decay", "weight decay (SimGCD: weights only; gcd: every trained parameter)", &c.weight_decay},
       {"grad-from-block", "first trainable backbone block (-1: the last block only)", &c.grad_from_block},
       {"max-iters", "stop after this many iterations in all (0: no limit)", &c.max_iters},
       {"student-temp", "student temperature of the classifier logits", &c.student_temp},
@@ -49,17 +59,20 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"teacher-temp", "teacher temperature after the warm-up", &c.teacher_temp},
       {"warmup-teacher-epochs", "epochs of the linear teacher-temperature warm-up", &c.warmup_teacher_epochs},
       {"memax-weight", "mean-entropy weight (-1: the dataset's value)", &c.memax_weight},
-      {"sup-weight", "weight of the supervised terms in SimGCD's loss", &c.sup_weight},
+      {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd: of SupCon)", &c.sup_weight},
       {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
       {"mcdl-start", "epoch from which the MCDL losses apply (-1: 10% of the epochs)", &c.mcdl_start},
       {"lambda", "weight of L_semi + L_self", &c.lambda},
       {"tau-s", "temperature of L_sup", &c.tau_s},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
-      {"kmeans-restarts", "k-means restarts (kmeans method)", &c.kmeans_restarts},
-      {"kmeans-iters", "k-means iterations per restart", &c.kmeans_iters},
+      {"gcd-head-out", "gcd: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
+      {"gcd-temperature", "gcd: InfoNCE temperature", &c.gcd_temperature},
+      {"kmeans-restarts", "k-means restarts (kmeans and gcd; -1: 10, gcd 100)", &c.kmeans_restarts},
+      {"kmeans-iters", "k-means iterations per restart (-1: 300, gcd 200)", &c.kmeans_iters},
       {"keep-every", "also keep the checkpoint of every N-th epoch (0: only the last)", &c.keep_every},
       {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
+      {"eval-subset", "evaluate on the first N unlabelled images only, for quick checks (0: all)", &c.eval_subset},
       {"progress", "progress bar on a terminal (true/false)", &c.progress},
   };
 }
@@ -81,8 +94,8 @@ TrainConfig config_from_json_file(const std::string& path) {
 }
 
 void validate_config(const TrainConfig& c) {
-  check(c.method == "simgcd" || c.method == "simgcd+mcdl" || c.method == "kmeans", "--method: expected simgcd, ",
-        "simgcd+mcdl or kmeans, got '", c.method, "'");
+  check(c.method == "simgcd" || c.method == "simgcd+mcdl" || c.method == "kmeans" || c.method == "gcd",
+        "--method: expected simgcd, simgcd+mcdl, kmeans or gcd, got '", c.method, "'");
   check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "--device: expected auto, cpu or cuda, got '",
         c.device, "'");
   check(c.epochs > 0, "--epochs must be positive");
@@ -91,7 +104,8 @@ void validate_config(const TrainConfig& c) {
   check(c.prop_labelled > 0 && c.prop_labelled < 1, "--prop-labelled must be in (0, 1)");
   check(c.lr > 0, "--lr must be positive");
   check(c.mu >= 1, "--mu must be at least 1");
-  check(c.tau_s > 0 && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0,
+  check(c.tau_s > 0 && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0 &&
+            c.gcd_temperature > 0,
         "temperatures must be positive");
   check(c.mix_alpha > 0, "--mix-alpha must be positive");
   check(c.max_train >= 0 && c.max_iters >= 0 && c.keep_every >= 0 && c.cache_mem_mb >= 0,
@@ -99,8 +113,11 @@ void validate_config(const TrainConfig& c) {
   check(c.workers >= -1, "--workers must be -1 (automatic) or at least 0");
   check(c.head_init_std > 0, "--head-init-std must be positive");
   check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
+  check(c.eval_subset >= 0, "--eval-subset must not be negative");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
-  check(c.kmeans_restarts >= 1 && c.kmeans_iters >= 1, "--kmeans-restarts and --kmeans-iters must be positive");
+  check((c.kmeans_restarts >= 1 || c.kmeans_restarts == -1) && (c.kmeans_iters >= 1 || c.kmeans_iters == -1),
+        "--kmeans-restarts and --kmeans-iters must be positive (or -1: the method's value)");
+  check(c.gcd_head_out >= 1, "--gcd-head-out must be positive");
 }
 
 }  // namespace mcdl

@@ -19,7 +19,7 @@ struct TrainConfig {
   int64_t head_hidden = 2048;          // SimGCD head MLP: D → hidden → hidden → bottleneck
   int64_t head_bottleneck = 256;
   double head_init_std = 0.02;         // SimGCD's; small backbones need more (see the README's demo)
-  std::string method = "simgcd+mcdl";  // simgcd, simgcd+mcdl, kmeans
+  std::string method = "simgcd+mcdl";  // simgcd, simgcd+mcdl, kmeans, gcd
   std::string device = "auto";         // auto, cpu, cuda
   std::string out;                     // run directory
   uint64_t seed = 0;
@@ -47,7 +47,7 @@ struct TrainConfig {
   double teacher_temp = 0.04;
   int64_t warmup_teacher_epochs = 30;
   double memax_weight = -1.0;          // −1: the dataset's value (CUB 2, CIFAR-100 4, others 1)
-  double sup_weight = 0.35;
+  double sup_weight = 0.35;            // also GCD's sup_con_weight
   // MCDL.
   int64_t mu = 16;                     // memory bank length
   int64_t mcdl_start = -1;             // −1: 10% of the epochs
@@ -55,19 +55,25 @@ struct TrainConfig {
   double tau_s = 0.04;                 // L_sup temperature
   double tau_u = 0.7;                  // sharpening temperature
   double mix_alpha = 0.5;              // MixMatch Beta(α, α)
-  // k-means baseline.
-  int64_t kmeans_restarts = 10;
-  int64_t kmeans_iters = 300;
+  // GCD baseline (gcd_reference.md §3): the head MLP uses head_hidden / head_bottleneck / head_init_std.
+  int64_t gcd_head_out = 65536;        // width of the weight-normed last layer the losses act on
+  double gcd_temperature = 1.0;        // InfoNCE temperature (GCD's --temperature)
+  // k-means (the kmeans method, and GCD's final semi-supervised k-means).
+  int64_t kmeans_restarts = -1;        // −1: the method's value (kmeans 10 as sklearn, gcd 100)
+  int64_t kmeans_iters = -1;           // −1: the method's value (kmeans 300 as sklearn, gcd 200)
   // Output.
   int64_t keep_every = 0;              // also keep every N-th epoch's checkpoint
   int64_t eval_batch_size = 256;
+  int64_t eval_subset = 0;             // evaluate on the first N unlabelled images only (0: all)
   bool progress = true;                // progress bar on a terminal
 };
 
-// The values the run actually uses after dataset defaults (memax weight, mcdl_start,
-// grad_from_block need the dataset / model).
+// The values the run actually uses after dataset and method defaults (memax weight,
+// mcdl_start, k-means restarts and iterations; grad_from_block needs the model).
 double effective_memax_weight(const TrainConfig& config);
 int64_t effective_mcdl_start(const TrainConfig& config);
+int64_t effective_kmeans_restarts(const TrainConfig& config);
+int64_t effective_kmeans_iters(const TrainConfig& config);
 
 // The table over `config`'s fields (pointers into it).
 std::vector<ConfigOption> config_options(TrainConfig& config);

@@ -21,6 +21,7 @@
 #include "layers/simgcd_model.h"
 #include "mcdl/credibility.h"
 #include "mcdl/evaluator.h"
+#include "mcdl/gcd_baseline.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/mcdl_step.h"
 #include "mcdl/memory_bank.h"
@@ -100,20 +101,30 @@ std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::m
   return out;
 }
 
-// v2 (or v2b) accuracy over the samples whose ground truth is known (the folder layout may have
-// none: then every value is NaN and the run reports the cluster assignments only).
-ClusterAccuracy known_accuracy(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
-                               const std::vector<bool>& is_old, bool balanced) {
-  std::vector<int64_t> t, p;
-  std::vector<bool> o;
+// The samples whose ground truth is known (the folder layout may have none: then every
+// accuracy is NaN and the run reports the cluster assignments only).
+struct KnownLabels {
+  std::vector<int64_t> truth, predictions;
+  std::vector<bool> is_old;
+};
+
+KnownLabels known_labels(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
+                         const std::vector<bool>& is_old) {
+  KnownLabels k;
   for (size_t i = 0; i < truth.size(); ++i)
     if (truth[i] >= 0) {
-      t.push_back(truth[i]);
-      p.push_back(predictions[i]);
-      o.push_back(is_old[i]);
+      k.truth.push_back(truth[i]);
+      k.predictions.push_back(predictions[i]);
+      k.is_old.push_back(is_old[i]);
     }
-  if (t.empty()) return {std::nan(""), std::nan(""), std::nan("")};
-  return balanced ? split_cluster_acc_v2b(t, p, o) : split_cluster_acc_v2(t, p, o);
+  return k;
+}
+
+// v2 (or v2b) accuracy over the samples with known ground truth.
+ClusterAccuracy known_accuracy(const KnownLabels& k, bool balanced) {
+  if (k.truth.empty()) return {std::nan(""), std::nan(""), std::nan("")};
+  return balanced ? split_cluster_acc_v2b(k.truth, k.predictions, k.is_old)
+                  : split_cluster_acc_v2(k.truth, k.predictions, k.is_old);
 }
 
 std::string percent(double v) {
@@ -146,6 +157,8 @@ class Trainer {
   std::unique_ptr<Sgd> optimizer_;
   std::unique_ptr<MemoryBank> bank_weak_, bank_strong_;
   std::unique_ptr<EvaluationSet> eval_;
+  std::vector<int64_t> eval_indices_, eval_truth_;  // train indices and labels of the evaluation set
+  std::vector<bool> eval_is_old_;
   SimGCDLossConfig loss_config_;
   int64_t start_epoch_ = 0;
   int64_t epochs_completed_ = 0;
@@ -193,7 +206,16 @@ Trainer::Trainer(TrainConfig config, bool resume)
   eval_options.batch_size = config_.eval_batch_size;
   eval_options.workers = loader_workers();
   eval_options.device = device_;
-  eval_ = std::make_unique<EvaluationSet>(*data_.cache, data_.unlabelled, eval_options);
+  // The evaluation set: the unlabelled images (or the first --eval-subset of them).
+  const size_t n_eval = config_.eval_subset > 0
+                            ? std::min(data_.unlabelled.size(), static_cast<size_t>(config_.eval_subset))
+                            : data_.unlabelled.size();
+  eval_indices_.assign(data_.unlabelled.begin(), data_.unlabelled.begin() + static_cast<std::ptrdiff_t>(n_eval));
+  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  const std::vector<bool> is_old = data_.unlabelled_is_old();
+  eval_truth_.assign(truth.begin(), truth.begin() + static_cast<std::ptrdiff_t>(n_eval));
+  eval_is_old_.assign(is_old.begin(), is_old.begin() + static_cast<std::ptrdiff_t>(n_eval));
+  eval_ = std::make_unique<EvaluationSet>(*data_.cache, eval_indices_, eval_options);
   if (resume_) load_checkpoint();
 }
 
@@ -324,22 +346,24 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
 
 void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
   const std::vector<int64_t> predictions = eval_->predict(*model_);
-  const std::vector<int64_t> truth = data_.unlabelled_labels();
-  const std::vector<bool> is_old = data_.unlabelled_is_old();
-  const ClusterAccuracy acc = known_accuracy(truth, predictions, is_old, false);
+  const KnownLabels known = known_labels(eval_truth_, predictions, eval_is_old_);
+  const ClusterAccuracy acc = known_accuracy(known, false);
   last_accuracy_ = acc;
   row.push_back({"all", acc.all});
   row.push_back({"old", acc.old_classes});
   row.push_back({"new", acc.new_classes});
   if (data_.dataset.balanced_accuracy) {
-    const ClusterAccuracy bal = known_accuracy(truth, predictions, is_old, true);
+    const ClusterAccuracy bal = known_accuracy(known, true);
     row.push_back({"all_v2b", bal.all});
     row.push_back({"old_v2b", bal.old_classes});
     row.push_back({"new_v2b", bal.new_classes});
   }
   std::string buckets;
   if (bank_weak_) {
-    const BucketReport report = bucket_report(*bank_weak_, *bank_strong_, config_.mu, truth, predictions);
+    const std::vector<int64_t> cluster_to_class =
+        known.truth.empty() ? std::vector<int64_t>{} : v2_assignment(known.truth, known.predictions);
+    const BucketReport report =
+        bucket_report(*bank_weak_, *bank_strong_, config_.mu, data_.unlabelled_labels(), cluster_to_class);
     row.push_back({"high", static_cast<double>(report.counts.high)});
     row.push_back({"medium", static_cast<double>(report.counts.medium)});
     row.push_back({"low", static_cast<double>(report.counts.low)});
@@ -366,9 +390,9 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
 
 void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
   std::string csv = "id,prediction,label,old\n";
-  const std::vector<int64_t> truth = data_.unlabelled_labels();
+  const std::vector<int64_t>& truth = eval_truth_;
   for (size_t i = 0; i < predictions.size(); ++i)
-    csv += std::to_string(data_.unlabelled[i]) + "," + std::to_string(predictions[i]) + "," +
+    csv += std::to_string(eval_indices_[i]) + "," + std::to_string(predictions[i]) + "," +
            std::to_string(truth[i]) + "," +
            (truth[i] < 0 ? "unknown" : truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
   run_.write_text("predictions.csv", csv);
@@ -423,12 +447,11 @@ RunSummary Trainer::run_kmeans() {
   const Tensor features = eval_->features(model_->backbone, true);
   KMeansOptions options;
   options.k = data_.num_classes();
-  options.restarts = config_.kmeans_restarts;
-  options.max_iters = config_.kmeans_iters;
+  options.restarts = effective_kmeans_restarts(config_);
+  options.max_iters = effective_kmeans_iters(config_);
   options.seed = config_.seed;
   const KMeansResult result = kmeans(features, options);
-  const std::vector<int64_t> truth = data_.unlabelled_labels();
-  const ClusterAccuracy acc = known_accuracy(truth, result.assignment, data_.unlabelled_is_old(), false);
+  const ClusterAccuracy acc = known_accuracy(known_labels(eval_truth_, result.assignment, eval_is_old_), false);
   run_.append_metrics({{"epoch", 0},
                        {"all", acc.all},
                        {"old", acc.old_classes},
@@ -456,6 +479,7 @@ TrainConfig resume_config(const std::string& run_dir) {
 }
 
 RunSummary run_training(const TrainConfig& config, bool resume) {
+  if (config.method == "gcd") return run_gcd_training(config, resume);
   Trainer trainer(config, resume);
   return trainer.run();
 }
