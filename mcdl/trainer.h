@@ -1,4 +1,5 @@
-// A training run of ./mcdl_train: SimGCD, SimGCD + MCDL, or the k-means baseline, from the
+// A training run of ./mcdl_train: SimGCD + MCDL, SimGCD, or the k-means baseline (the GCD
+// baseline is mcdl/gcd_baseline.h, dispatched from run_training), from the
 // dataset on disk to the run directory (config.json, split.csv, metrics, predictions,
 // checkpoints). Every epoch ends with the evaluation on the unlabelled training set and a
 // checkpoint; a run can resume from its last checkpoint and, on the CPU backend, continues

@@ -1,10 +1,12 @@
-// ./mcdl_train DATASET [options]: trains SimGCD + MCDL (or SimGCD, or runs the k-means
-// baseline) on a GCD dataset and writes a run directory. See --help and the README.
+// ./mcdl_train DATASET [options]: trains SimGCD + MCDL (or the SimGCD, GCD and k-means
+// baselines) on a GCD dataset and writes a run directory. See --help and the README.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "data/datasets.h"
 #include "engine/error.h"
 #include "tools/common/cli.h"
 #include "mcdl/train_config.h"
@@ -12,16 +14,14 @@
 
 namespace {
 
-const char* const kDatasets[] = {"cub", "scars", "aircraft", "herbarium19", "cifar10", "cifar100", "imagenet100",
-                                 "fmnist", "folder"};
-
 void print_help() {
   std::printf(
       "usage: ./mcdl_train DATASET [options]\n"
       "       ./mcdl_train --resume RUN_DIR\n"
       "       ./mcdl_train --config RUN_DIR/config.json [options]\n\n"
       "Trains SimGCD + MCDL (Memory Consistency Guided Divide-and-Conquer Learning) for Generalized\n"
-      "Category Discovery and reports All / Old / New clustering accuracy on the unlabelled set.\n\n"
+      "Category Discovery, or the baselines (--method simgcd, gcd, kmeans), and reports All / Old / New\n"
+      "clustering accuracy on the unlabelled training images.\n\n"
       "DATASET: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder\n\n"
       "options (defaults are the paper's / SimGCD's):\n");
   mcdl::TrainConfig defaults;
@@ -34,9 +34,8 @@ void print_help() {
 }
 
 bool is_dataset(const std::string& name) {
-  for (const char* d : kDatasets)
-    if (name == d) return true;
-  return false;
+  const auto& names = mcdl::dataset_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 int run(int argc, char** argv) {
