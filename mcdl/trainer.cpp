@@ -299,7 +299,10 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     std::vector<int64_t> bank_index(static_cast<size_t>(b), -1);
     for (int64_t i = 0; i < b; ++i) {
       const SampledItem& item = draws[static_cast<size_t>(it * b + i)];
-      labels[static_cast<size_t>(i)] = data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]);
+      // Only labelled samples carry their label into the losses: an unlabelled sample's ground
+      // truth never reaches training (it is used for logging only).
+      labels[static_cast<size_t>(i)] =
+          item.labelled ? data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]) : -1;
       labelled[static_cast<size_t>(i)] = item.labelled ? 1 : 0;
       if (!item.labelled) bank_index[static_cast<size_t>(i)] = item.index;
     }

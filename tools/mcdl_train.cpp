@@ -29,7 +29,8 @@ void print_help() {
   std::printf(
       "  --%-22s continue the run in RUN_DIR from its last checkpoint\n"
       "  --%-22s read every option from a saved config.json (later options override it)\n\n"
-      "example:\n  ./mcdl_train cub --data-root data/CUB_200_2011 --weights dino_vitb16.safetensors --out runs/cub\n",
+      "example:\n  ./mcdl_train cub --data-root ~/datasets --weights dino_vitb16.safetensors --out runs/cub\n"
+      "  (~/datasets/CUB_200_2011/images.txt, ...; see the README for every dataset's layout)\n",
       "resume RUN_DIR", "config FILE");
 }
 
