@@ -1,5 +1,11 @@
 #include "mcdl/evaluator.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include "data/loader.h"
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -19,18 +25,62 @@ std::vector<std::vector<int64_t>> EvaluationSet::batches() const {
   return out;
 }
 
+EvaluationSet::~EvaluationSet() {
+  if (mapped_) munmap(mapped_, static_cast<size_t>(mapped_bytes_));
+}
+
+// The cached tokens of batch b, on the evaluation device.
+Tensor EvaluationSet::cached_batch(size_t b) const {
+  if (!frozen_tokens_.empty()) return frozen_tokens_[b].to(options_.device);
+  const FileBatch& fb = file_batches_[b];
+  Tensor tokens = empty(fb.shape);
+  std::memcpy(tokens.data<float>(), mapped_ + fb.offset, tokens.nbytes());
+  return tokens.to(options_.device);
+}
+
+// Writes the batches' tokens to an unlinked temporary file and maps it; false when that fails
+// (no space): the tokens are then recomputed every epoch.
+bool EvaluationSet::spill_to_file(const std::vector<Tensor>& tokens) {
+  char path[] = "/tmp/mcdl-eval-tokens-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return false;
+  unlink(path);  // the file lives as long as the mapping
+  int64_t offset = 0;
+  bool ok = true;
+  for (const Tensor& t : tokens) {
+    file_batches_.push_back({offset, t.shape()});
+    const auto* p = static_cast<const char*>(t.raw_data());
+    for (size_t done = 0; ok && done < t.nbytes();) {
+      const ssize_t n = write(fd, p + done, t.nbytes() - done);
+      ok = n > 0;
+      done += ok ? static_cast<size_t>(n) : 0;
+    }
+    offset += static_cast<int64_t>(t.nbytes());
+  }
+  void* m = ok && offset > 0 ? mmap(nullptr, static_cast<size_t>(offset), PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  close(fd);
+  if (m == MAP_FAILED) {
+    file_batches_.clear();
+    return false;
+  }
+  mapped_ = static_cast<char*>(m);
+  mapped_bytes_ = offset;
+  return true;
+}
+
 template <class Visit>
 void EvaluationSet::for_each_frozen_batch(VisionTransformer& backbone, Visit visit) {
   NoGradGuard no_grad;
-  if (!frozen_tokens_.empty()) {
-    for (size_t b = 0; b < frozen_tokens_.size(); ++b) visit(b, frozen_tokens_[b].to(options_.device));
+  if (!frozen_tokens_.empty() || mapped_) {
+    for (size_t b = 0; b < batches().size(); ++b) visit(b, cached_batch(b));
     return;
   }
-  // Cache the tokens when they fit: N · (1 + patches) · D floats.
+  // The tokens (N · (1 + patches) · D floats) are kept in memory within the budget, beyond it in
+  // a memory-mapped file (read back each epoch instead of recomputing the frozen blocks).
   const VitConfig& vit = backbone.config();
   const int64_t grid = options_.image_size / vit.patch_size;
   const int64_t bytes = size() * (1 + grid * grid) * vit.embed_dim * 4;
-  const bool keep = !cache_decided_ && bytes <= options_.memory_budget_bytes && backbone.frozen_depth() > 0;
+  const bool keep = !cache_decided_ && backbone.frozen_depth() > 0;
   cache_decided_ = true;
   LoaderOptions loader_options;
   loader_options.image_size = options_.image_size;
@@ -47,7 +97,9 @@ void EvaluationSet::for_each_frozen_batch(VisionTransformer& backbone, Visit vis
     if (keep) kept.push_back(tokens.to(Device::cpu()));
     visit(static_cast<size_t>(batch.batch), tokens);
   }
-  frozen_tokens_ = std::move(kept);
+  if (!keep) return;
+  if (bytes <= options_.memory_budget_bytes) frozen_tokens_ = std::move(kept);
+  else spill_to_file(kept);
 }
 
 std::vector<int64_t> EvaluationSet::predict(SimGCDModel& model) {

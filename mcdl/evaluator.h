@@ -28,12 +28,16 @@ struct EvaluationOptions {
 class EvaluationSet {
  public:
   EvaluationSet(const ImageCache& cache, std::vector<int64_t> train_indices, EvaluationOptions options);
+  ~EvaluationSet();
+  EvaluationSet(const EvaluationSet&) = delete;
+  EvaluationSet& operator=(const EvaluationSet&) = delete;
   int64_t size() const { return static_cast<int64_t>(train_indices_.size()); }
   // Argmax class per image, in train_indices order.
   std::vector<int64_t> predict(SimGCDModel& model);
   // The backbone's CLS features [N, D] on the CPU (L2-normalised when `normalise`).
   Tensor features(VisionTransformer& backbone, bool normalise);
-  bool tokens_cached() const { return !frozen_tokens_.empty(); }
+  bool tokens_in_memory() const { return !frozen_tokens_.empty(); }
+  bool tokens_in_file() const { return mapped_ != nullptr; }
 
  private:
   std::vector<std::vector<int64_t>> batches() const;
@@ -44,7 +48,17 @@ class EvaluationSet {
   const ImageCache& cache_;
   std::vector<int64_t> train_indices_;
   EvaluationOptions options_;
-  std::vector<Tensor> frozen_tokens_;  // per batch, host f32, when cached
+  Tensor cached_batch(size_t batch) const;
+  bool spill_to_file(const std::vector<Tensor>& tokens);
+
+  std::vector<Tensor> frozen_tokens_;  // per batch, host f32, when cached in memory
+  struct FileBatch {
+    int64_t offset;
+    Shape shape;
+  };
+  std::vector<FileBatch> file_batches_;  // per batch, when cached in the mapped file
+  char* mapped_ = nullptr;
+  int64_t mapped_bytes_ = 0;
   bool cache_decided_ = false;
 };
 
