@@ -247,7 +247,7 @@ RunSummary Trainer::run() {
       std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
                    static_cast<long long>(iterations_), static_cast<long long>(epoch + 1));
     if (epoch_complete_) epochs_completed_ = epoch + 1;
-    if (epoch == start_epoch_ && device_.is_cpu())
+    if (epoch == start_epoch_ && epoch_complete_ && device_.is_cpu())
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
   }
   RunSummary summary;
