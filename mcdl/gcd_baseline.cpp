@@ -22,6 +22,7 @@
 #include "mcdl/evaluator.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/progress.h"
+#include "mcdl/run_common.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/simgcd_loss.h"
 #include "mcdl/training_data.h"
@@ -68,39 +69,6 @@ GcdLossTerms gcd_loss(const Tensor& outputs, const std::vector<int64_t>& labels,
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-std::string percent(double v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * v);
-  return buf;
-}
-
-std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : tensors)
-    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = t;
-  return out;
-}
-
-// v2 (or v2b) over the samples whose ground truth is known (NaN when none is, as in the folder
-// layout without labels for the unlabelled images).
-ClusterAccuracy known_accuracy(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
-                               const std::vector<bool>& is_old, bool balanced) {
-  std::vector<int64_t> t, p;
-  std::vector<bool> o;
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] >= 0) {
-      t.push_back(truth[i]);
-      p.push_back(predictions[i]);
-      o.push_back(is_old[i]);
-    }
-  if (t.empty()) return {std::nan(""), std::nan(""), std::nan("")};
-  return balanced ? split_cluster_acc_v2b(t, p, o) : split_cluster_acc_v2(t, p, o);
-}
-
 TrainConfig validated(TrainConfig config) {
   validate_config(config);
   check(config.method == "gcd", "run_gcd_training: --method is '", config.method, "', not gcd");
@@ -120,7 +88,6 @@ class GcdRun {
   void cluster(MetricsRow& row, std::string& summary);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
-  int64_t loader_workers() const;
 
   TrainConfig config_;
   bool resume_;
@@ -141,10 +108,7 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
-               config_.dataset.c_str(), static_cast<long long>(data_.dataset.size()),
-               static_cast<long long>(data_.num_classes()), static_cast<long long>(data_.num_old_classes()),
-               data_.labelled.size(), data_.unlabelled.size());
+  print_data_summary(config_, data_);
   run_.write_text("config.json", config_to_json(config_));
   if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
   build_model();
@@ -155,26 +119,16 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
 // The backbone from --weights (or a fresh one from --model) and GCD's head, initialised from
 // the seed; then GCD's freezing rule (blocks ≥ grad_from_block and the head train).
 void GcdRun::build_model() {
-  VitConfig vit;
-  BackboneFile weights;
-  if (!config_.weights.empty()) {
-    weights = load_backbone_file(config_.weights);
-    vit = weights.config.backbone;
-  } else {
-    check(!config_.model.empty(), "no backbone weights: pass --weights FILE (see the README: DINO's ViT-B/16 ",
-          "converted with ./mcdl_convert), or --model SPEC for a randomly initialised backbone");
-    vit = parse_model_config(config_.model).backbone;
-  }
+  const BackboneSource source = backbone_source(config_);
+  const VitConfig& vit = source.config;
   backbone_ = std::make_unique<VisionTransformer>(vit);
   backbone_->initialize(config_.seed);
-  if (!config_.weights.empty()) backbone_->load_parameters(weights.tensors);
+  if (!source.tensors.empty()) backbone_->load_parameters(source.tensors);
   head_ = std::make_unique<GcdHead>(
       vit.embed_dim, GcdHeadConfig{config_.head_hidden, config_.head_bottleneck, config_.gcd_head_out,
                                    config_.head_init_std});
   head_->initialize(config_.seed);
-  const int64_t from = config_.grad_from_block >= 0 ? config_.grad_from_block : vit.depth - 1;
-  check(from < vit.depth, "--grad-from-block ", from, " is past the last block (the backbone has ", vit.depth, ")");
-  backbone_->set_grad_from_block(from);
+  backbone_->set_grad_from_block(first_trained_block(config_, vit.depth));
   head_->set_trainable(true);
   backbone_->to(device_);
   head_->to(device_);
@@ -189,13 +143,6 @@ void GcdRun::make_optimizer() {
   optimizer_ = std::make_unique<Sgd>(std::vector<ParamGroup>{all}, SgdOptions{config_.momentum, false});
 }
 
-int64_t GcdRun::loader_workers() const {
-  if (config_.workers >= 0) return config_.workers;
-  // As the trainer: none on the CPU backend (the model uses every core), the cores on a GPU.
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  return device_.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
-}
-
 RunSummary GcdRun::run() {
   const auto start = Clock::now();
   const CosineAnnealing schedule(config_.lr, config_.epochs, config_.lr * config_.lr_min_factor);
@@ -204,12 +151,7 @@ RunSummary GcdRun::run() {
     optimizer_->set_lr(schedule.lr_at(epoch));
     MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
     train_epoch(epoch, row);
-    std::string line;
-    for (size_t i = 2; i < row.size() && row[i].first != "iterations"; ++i) {
-      char buf[48];
-      std::snprintf(buf, sizeof buf, "%s%s %.4f", i == 2 ? "" : " ", row[i].first.c_str(), row[i].second);
-      line += buf;
-    }
+    const std::string line = loss_summary(row);
     std::string clustering;
     if (stop_ || epoch + 1 == config_.epochs) cluster(row, clustering);
     else {
@@ -237,26 +179,10 @@ RunSummary GcdRun::run() {
 }
 
 void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
-  const GcdSampler sampler(static_cast<int64_t>(data_.labelled.size()), static_cast<int64_t>(data_.unlabelled.size()),
-                           config_.batch_size, config_.seed);
-  const std::vector<SampledItem> draws = sampler.draw_epoch(epoch);
-  const int64_t num_batches = sampler.batches_per_epoch(), b = config_.batch_size;
-  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
-  for (int64_t i = 0; i < num_batches * b; ++i) {
-    const SampledItem& item = draws[static_cast<size_t>(i)];
-    batches[static_cast<size_t>(i / b)].push_back(item.labelled ? data_.labelled[static_cast<size_t>(item.index)]
-                                                                : data_.unlabelled[static_cast<size_t>(item.index)]);
-  }
-  LoaderOptions loader_options;
-  loader_options.image_size = config_.image_size;
-  loader_options.normalization = data_.normalization;
-  loader_options.views = {ViewKind::train, ViewKind::train};
-  loader_options.workers = loader_workers();
-  loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);
-  loader_options.seed = config_.seed;
-  loader_options.device = device_;
-  BatchLoader loader(*data_.cache, loader_options);
-  loader.start(epoch, batches);
+  const EpochPlan plan = plan_epoch(config_, data_, epoch);
+  const int64_t num_batches = static_cast<int64_t>(plan.batches.size()), b = config_.batch_size;
+  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, {ViewKind::train, ViewKind::train}));
+  loader.start(epoch, plan.batches);
 
   double sums[3] = {0.0, 0.0, 0.0};
   ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), num_batches,
@@ -265,20 +191,11 @@ void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   int64_t done = 0;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
-    std::vector<int64_t> labels(static_cast<size_t>(b));
-    std::vector<uint8_t> labelled(static_cast<size_t>(b));
-    for (int64_t i = 0; i < b; ++i) {
-      labels[static_cast<size_t>(i)] = data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]);
-      labelled[static_cast<size_t>(i)] = draws[static_cast<size_t>(it * b + i)].labelled ? 1 : 0;
-    }
+    const BatchLabels meta = batch_labels(plan, data_, it);
     const Tensor outputs = head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
-    const GcdLossTerms loss = gcd_loss(outputs, labels, labelled, config_.sup_weight, config_.gcd_temperature);
+    const GcdLossTerms loss = gcd_loss(outputs, meta.labels, meta.labelled, config_.sup_weight, config_.gcd_temperature);
     const double values[3] = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
-    if (!std::isfinite(values[0]))
-      fail("the GCD loss became ", values[0], " at epoch ", epoch, ", iteration ", it, " (contrastive ", values[1],
-           ", supcon ", values[2], "); training stopped. ",
-           epoch > 0 ? "Resume from " + run_.last_checkpoint() + " with --resume " + run_.path() + " after lowering --lr"
-                     : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+    check_finite_loss(values[0], "gcd", epoch, it, run_, epoch);
     optimizer_->zero_grad();
     loss.total.backward();
     optimizer_->step();
@@ -309,7 +226,7 @@ void GcdRun::cluster(MetricsRow& row, std::string& summary) {
   eval_options.image_size = config_.image_size;
   eval_options.normalization = data_.normalization;
   eval_options.batch_size = config_.eval_batch_size;
-  eval_options.workers = loader_workers();
+  eval_options.workers = loader_workers(config_, device_);
   eval_options.device = device_;
   EvaluationSet set(*data_.cache, images, eval_options);
   const Tensor features = set.features(*backbone_, true);
@@ -329,34 +246,21 @@ void GcdRun::cluster(MetricsRow& row, std::string& summary) {
   const std::vector<int64_t> predictions(result.assignment.begin() + num_labelled, result.assignment.end());
 
   const std::vector<int64_t> truth = data_.unlabelled_labels();
-  const std::vector<bool> is_old = data_.unlabelled_is_old();
-  accuracy_ = known_accuracy(truth, predictions, is_old, false);
-  row.push_back({"all", accuracy_.all});
-  row.push_back({"old", accuracy_.old_classes});
-  row.push_back({"new", accuracy_.new_classes});
-  if (data_.dataset.balanced_accuracy) {
-    const ClusterAccuracy bal = known_accuracy(truth, predictions, is_old, true);
-    row.push_back({"all_v2b", bal.all});
-    row.push_back({"old_v2b", bal.old_classes});
-    row.push_back({"new_v2b", bal.new_classes});
-  }
+  accuracy_ = append_accuracy(row, known_labels(truth, predictions, data_.unlabelled_is_old()),
+                              data_.dataset.balanced_accuracy);
   summary = "  ss-k-means (k=" + std::to_string(options.k) + ", " + std::to_string(options.restarts) +
             " restarts)  All " + percent(accuracy_.all) + " Old " + percent(accuracy_.old_classes) + " New " +
             percent(accuracy_.new_classes);
 
-  std::string csv = "id,prediction,label,old\n";
-  for (size_t i = 0; i < predictions.size(); ++i)
-    csv += std::to_string(data_.unlabelled[i]) + "," + std::to_string(predictions[i]) + "," +
-           std::to_string(truth[i]) + "," +
-           (truth[i] < 0 ? "unknown" : truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
-  run_.write_text("predictions.csv", csv);
+  run_.write_text("predictions.csv",
+                  predictions_csv(data_.unlabelled, predictions, truth, data_.num_old_classes()));
 }
 
 void GcdRun::save_checkpoint(int64_t epochs_completed) {
   std::map<std::string, Tensor> tensors;
-  for (auto& [name, t] : backbone_->state_dict()) tensors["model." + name] = t;
-  for (auto& [name, t] : head_->state_dict()) tensors["projection_head." + name] = t;
-  for (auto& [name, t] : optimizer_->state_dict()) tensors["optimizer." + name] = t;
+  for (auto& [name, t] : prefixed("model.", backbone_->state_dict())) tensors[name] = t;
+  for (auto& [name, t] : prefixed("projection_head.", head_->state_dict())) tensors[name] = t;
+  for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
   run_.save_checkpoint(tensors,
                        {{"epochs_completed", std::to_string(epochs_completed)},
                         {"iterations", std::to_string(iterations_)},
@@ -368,14 +272,9 @@ void GcdRun::save_checkpoint(int64_t epochs_completed) {
 void GcdRun::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
-  SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  auto meta = [&](const char* key) {
-    auto it = file.metadata.find(key);
-    check(it != file.metadata.end(), "checkpoint ", run_.last_checkpoint(), " has no '", key, "' entry");
-    return it->second;
-  };
-  start_epoch_ = epochs_completed_ = std::stoll(meta("epochs_completed"));
-  iterations_ = std::stoll(meta("iterations"));
+  const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  start_epoch_ = epochs_completed_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "epochs_completed"));
+  iterations_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "iterations"));
   backbone_->load_parameters(unprefixed("model.", file.tensors));
   head_->load_parameters(unprefixed("projection_head.", file.tensors));
   make_optimizer();

@@ -26,6 +26,7 @@
 #include "mcdl/mcdl_step.h"
 #include "mcdl/memory_bank.h"
 #include "mcdl/progress.h"
+#include "mcdl/run_common.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/simgcd_loss.h"
 #include "mcdl/training_data.h"
@@ -33,36 +34,20 @@
 namespace mcdl {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // The model of the run: the backbone from --weights (or a fresh one from --model), the SimGCD
 // head with K outputs initialised from the seed, then the freezing rule.
 std::unique_ptr<SimGCDModel> build_model(const TrainConfig& config, int64_t num_classes) {
+  const BackboneSource source = backbone_source(config);
   ModelConfig model_config;
-  BackboneFile weights;
-  if (!config.weights.empty()) {
-    weights = load_backbone_file(config.weights);
-    model_config.backbone = weights.config.backbone;
-  } else {
-    check(!config.model.empty(), "no backbone weights: pass --weights FILE. Download DINO's ViT-B/16 from ",
-          "https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth and convert it ",
-          "with ./mcdl_convert dino_vitbase16_pretrain.pth -o dino_vitb16.safetensors (see the README), or pass ",
-          "--model SPEC for a randomly initialised backbone");
-    model_config.backbone = parse_model_config(config.model).backbone;
-  }
+  model_config.backbone = source.config;
   model_config.head.hidden_dim = config.head_hidden;
   model_config.head.bottleneck_dim = config.head_bottleneck;
   model_config.head.num_classes = num_classes;
   model_config.head.init_std = config.head_init_std;
   auto model = std::make_unique<SimGCDModel>(model_config);
   model->initialize(config.seed);
-  if (!config.weights.empty()) model->backbone.load_parameters(weights.tensors);
-  const int64_t depth = model_config.backbone.depth;
-  const int64_t from = config.grad_from_block >= 0 ? config.grad_from_block : depth - 1;
-  check(from < depth, "--grad-from-block ", from, " is past the last block (the backbone has ", depth, ")");
-  model->set_grad_from_block(from);
+  if (!source.tensors.empty()) model->backbone.load_parameters(source.tensors);
+  model->set_grad_from_block(first_trained_block(config, source.config.depth));
   return model;
 }
 
@@ -74,63 +59,6 @@ std::vector<ParamGroup> parameter_groups(SimGCDModel& model, double lr, double w
     (is_bias || p.tensor.dim() <= 1 ? no_decay : decay).params.push_back(p);
   }
   return {decay, no_decay};
-}
-
-void check_finite(const Tensor& value, const char* term, int64_t epoch, int64_t iteration, const RunDirectory& run,
-                  int64_t last_good_epoch) {
-  const double v = value.item();
-  if (std::isfinite(v)) return;
-  fail("loss term '", term, "' became ", v, " at epoch ", epoch, ", iteration ", iteration,
-       "; training stopped. ",
-       last_good_epoch > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +
-                                 std::to_string(last_good_epoch) + "); resume with --resume " + run.path() +
-                                 " after lowering --lr"
-                           : std::string("No checkpoint was written yet; check the weights and lower --lr"));
-}
-
-std::map<std::string, Tensor> prefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : tensors) out[prefix + name] = t;
-  return out;
-}
-
-std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : tensors)
-    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = t;
-  return out;
-}
-
-// The samples whose ground truth is known (the folder layout may have none: then every
-// accuracy is NaN and the run reports the cluster assignments only).
-struct KnownLabels {
-  std::vector<int64_t> truth, predictions;
-  std::vector<bool> is_old;
-};
-
-KnownLabels known_labels(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
-                         const std::vector<bool>& is_old) {
-  KnownLabels k;
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] >= 0) {
-      k.truth.push_back(truth[i]);
-      k.predictions.push_back(predictions[i]);
-      k.is_old.push_back(is_old[i]);
-    }
-  return k;
-}
-
-// v2 (or v2b) accuracy over the samples with known ground truth.
-ClusterAccuracy known_accuracy(const KnownLabels& k, bool balanced) {
-  if (k.truth.empty()) return {std::nan(""), std::nan(""), std::nan("")};
-  return balanced ? split_cluster_acc_v2b(k.truth, k.predictions, k.is_old)
-                  : split_cluster_acc_v2(k.truth, k.predictions, k.is_old);
-}
-
-std::string percent(double v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * v);
-  return buf;
 }
 
 class Trainer {
@@ -146,7 +74,6 @@ class Trainer {
   void load_checkpoint();
   void make_optimizer();
   void write_predictions(const std::vector<int64_t>& predictions);
-  int64_t loader_workers() const;
 
   TrainConfig config_;
   bool resume_;
@@ -179,10 +106,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
-               config_.dataset.c_str(), static_cast<long long>(data_.dataset.size()),
-               static_cast<long long>(data_.num_classes()), static_cast<long long>(data_.num_old_classes()),
-               data_.labelled.size(), data_.unlabelled.size());
+  print_data_summary(config_, data_);
   run_.write_text("config.json", config_to_json(config_));  // on resume: with the overrides given
   if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
   model_ = build_model(config_, data_.num_classes());
@@ -204,7 +128,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
   eval_options.image_size = config_.image_size;
   eval_options.normalization = data_.normalization;
   eval_options.batch_size = config_.eval_batch_size;
-  eval_options.workers = loader_workers();
+  eval_options.workers = loader_workers(config_, device_);
   eval_options.device = device_;
   // The evaluation set: the unlabelled images (or the first --eval-subset of them).
   const size_t n_eval = config_.eval_subset > 0
@@ -217,14 +141,6 @@ Trainer::Trainer(TrainConfig config, bool resume)
   eval_is_old_.assign(is_old.begin(), is_old.begin() + static_cast<std::ptrdiff_t>(n_eval));
   eval_ = std::make_unique<EvaluationSet>(*data_.cache, eval_indices_, eval_options);
   if (resume_) load_checkpoint();
-}
-
-int64_t Trainer::loader_workers() const {
-  if (config_.workers >= 0) return config_.workers;
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // On the CPU backend the model itself uses every core (a loader thread would only compete with
-  // it: batches are prepared between steps); on a GPU the loader gets the cores.
-  return device_.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
 }
 
 RunSummary Trainer::run() {
@@ -261,27 +177,12 @@ RunSummary Trainer::run() {
 void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   const bool mcdl = config_.method == "simgcd+mcdl";
   const bool mcdl_losses = mcdl && epoch >= effective_mcdl_start(config_);
-  const GcdSampler sampler(static_cast<int64_t>(data_.labelled.size()), static_cast<int64_t>(data_.unlabelled.size()),
-                           config_.batch_size, config_.seed);
-  const std::vector<SampledItem> draws = sampler.draw_epoch(epoch);
-  const int64_t num_batches = sampler.batches_per_epoch(), b = config_.batch_size;
-  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
-  for (int64_t i = 0; i < num_batches * b; ++i) {
-    const SampledItem& item = draws[static_cast<size_t>(i)];
-    batches[static_cast<size_t>(i / b)].push_back(item.labelled ? data_.labelled[static_cast<size_t>(item.index)]
-                                                                : data_.unlabelled[static_cast<size_t>(item.index)]);
-  }
-  LoaderOptions loader_options;
-  loader_options.image_size = config_.image_size;
-  loader_options.normalization = data_.normalization;
-  loader_options.views = {ViewKind::train, ViewKind::train};
-  if (mcdl) loader_options.views.push_back(ViewKind::strong);
-  loader_options.workers = loader_workers();
-  loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);
-  loader_options.seed = config_.seed;
-  loader_options.device = device_;
-  BatchLoader loader(*data_.cache, loader_options);
-  loader.start(epoch, batches);
+  const EpochPlan plan = plan_epoch(config_, data_, epoch);
+  const int64_t num_batches = static_cast<int64_t>(plan.batches.size()), b = config_.batch_size;
+  std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
+  if (mcdl) views.push_back(ViewKind::strong);
+  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
+  loader.start(epoch, plan.batches);
 
   const std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon",
                                           "l_sup", "l_semi", "l_self"};
@@ -294,35 +195,25 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   const int64_t last_good = epoch;  // epochs completed, so checkpointed
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
-    std::vector<int64_t> labels(static_cast<size_t>(b));
-    std::vector<uint8_t> labelled(static_cast<size_t>(b));
-    std::vector<int64_t> bank_index(static_cast<size_t>(b), -1);
-    for (int64_t i = 0; i < b; ++i) {
-      const SampledItem& item = draws[static_cast<size_t>(it * b + i)];
-      // Only labelled samples carry their label into the losses: an unlabelled sample's ground
-      // truth never reaches training (it is used for logging only).
-      labels[static_cast<size_t>(i)] =
-          item.labelled ? data_.label(batches[static_cast<size_t>(it)][static_cast<size_t>(i)]) : -1;
-      labelled[static_cast<size_t>(i)] = item.labelled ? 1 : 0;
-      if (!item.labelled) bank_index[static_cast<size_t>(i)] = item.index;
-    }
+    const BatchLabels meta = batch_labels(plan, data_, it);
     const Tensor& weak1 = batch.views[0];
     const Tensor& weak2 = batch.views[1];
     const HeadOutput out = model_->forward(concat({weak1, weak2}, 0));
-    const SimGCDLossTerms simgcd = simgcd_loss(out.logits, out.projection, labels, labelled, epoch, loss_config_);
+    const SimGCDLossTerms simgcd =
+        simgcd_loss(out.logits, out.projection, meta.labels, meta.labelled, epoch, loss_config_);
     Tensor total = simgcd.total;
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
-      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2], labels, labelled,
-                                            bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
+      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2], meta.labels, meta.labelled,
+                                            meta.bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
       if (mcdl_losses) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
-    check_finite(total, "total", epoch, it, run_, last_good);
     std::vector<double> values = {total.item()};
+    check_finite_loss(values[0], "total", epoch, it, run_, last_good);
     for (size_t t = 0; t < terms.size(); ++t) {
-      check_finite(terms[t], names[t + 1].c_str(), epoch, it, run_, last_good);
       values.push_back(terms[t].item());
+      check_finite_loss(values.back(), names[t + 1], epoch, it, run_, last_good);
     }
     optimizer_->zero_grad();
     total.backward();
@@ -350,17 +241,8 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
 void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
   const std::vector<int64_t> predictions = eval_->predict(*model_);
   const KnownLabels known = known_labels(eval_truth_, predictions, eval_is_old_);
-  const ClusterAccuracy acc = known_accuracy(known, false);
+  const ClusterAccuracy acc = append_accuracy(row, known, data_.dataset.balanced_accuracy);
   last_accuracy_ = acc;
-  row.push_back({"all", acc.all});
-  row.push_back({"old", acc.old_classes});
-  row.push_back({"new", acc.new_classes});
-  if (data_.dataset.balanced_accuracy) {
-    const ClusterAccuracy bal = known_accuracy(known, true);
-    row.push_back({"all_v2b", bal.all});
-    row.push_back({"old_v2b", bal.old_classes});
-    row.push_back({"new_v2b", bal.new_classes});
-  }
   std::string buckets;
   if (bank_weak_) {
     const std::vector<int64_t> cluster_to_class =
@@ -377,13 +259,7 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
               percent(report.medium_accuracy);
   }
   // The summary line: every loss term, lr, accuracy and buckets.
-  std::string losses;
-  for (size_t i = 2; i < row.size(); ++i) {
-    if (row[i].first == "iterations") break;
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%s%s %.4f", i == 2 ? "" : " ", row[i].first.c_str(), row[i].second);
-    losses += buf;
-  }
+  const std::string losses = loss_summary(row);
   std::printf("epoch %lld/%lld  %s  lr %.5f  All %s Old %s New %s%s\n", static_cast<long long>(epoch + 1),
               static_cast<long long>(config_.epochs), losses.c_str(), row[1].second, percent(acc.all).c_str(),
               percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str());
@@ -392,13 +268,8 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
 }
 
 void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
-  std::string csv = "id,prediction,label,old\n";
-  const std::vector<int64_t>& truth = eval_truth_;
-  for (size_t i = 0; i < predictions.size(); ++i)
-    csv += std::to_string(eval_indices_[i]) + "," + std::to_string(predictions[i]) + "," +
-           std::to_string(truth[i]) + "," +
-           (truth[i] < 0 ? "unknown" : truth[i] < data_.num_old_classes() ? "old" : "new") + "\n";
-  run_.write_text("predictions.csv", csv);
+  run_.write_text("predictions.csv",
+                  predictions_csv(eval_indices_, predictions, eval_truth_, data_.num_old_classes()));
 }
 
 void Trainer::save_checkpoint(int64_t epochs_completed) {
@@ -425,14 +296,9 @@ void Trainer::make_optimizer() {
 void Trainer::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
-  SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  auto meta = [&](const char* key) {
-    auto it = file.metadata.find(key);
-    check(it != file.metadata.end(), "checkpoint ", run_.last_checkpoint(), " has no '", key, "' entry");
-    return it->second;
-  };
-  start_epoch_ = epochs_completed_ = std::stoll(meta("epochs_completed"));
-  iterations_ = std::stoll(meta("iterations"));
+  const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  start_epoch_ = epochs_completed_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "epochs_completed"));
+  iterations_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "iterations"));
   model_->load_parameters(unprefixed("model.", file.tensors));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
