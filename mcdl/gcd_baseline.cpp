@@ -180,41 +180,28 @@ RunSummary GcdRun::run() {
 
 void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
-  const int64_t num_batches = static_cast<int64_t>(plan.batches.size()), b = config_.batch_size;
+  const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, {ViewKind::train, ViewKind::train}));
   loader.start(epoch, plan.batches);
 
-  double sums[3] = {0.0, 0.0, 0.0};
-  ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), num_batches,
-                  config_.progress);
+  EpochLog log(config_, epoch, num_batches, {"loss", "contrastive", "supcon"});
   LoadedBatch batch;
-  int64_t done = 0;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
     const BatchLabels meta = batch_labels(plan, data_, it);
     const Tensor outputs = head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
     const GcdLossTerms loss = gcd_loss(outputs, meta.labels, meta.labelled, config_.sup_weight, config_.gcd_temperature);
-    const double values[3] = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
+    const std::vector<double> values = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
     check_finite_loss(values[0], "gcd", epoch, it, run_, epoch);
     optimizer_->zero_grad();
     loss.total.backward();
     optimizer_->step();
-    for (int t = 0; t < 3; ++t) sums[t] += values[t];
-    ++done;
-    ++iterations_;
-    char status[64];
-    std::snprintf(status, sizeof status, "loss %.4f", sums[0] / static_cast<double>(done));
-    bar.update(done, done * b, status);
-    if (config_.max_iters > 0 && iterations_ >= config_.max_iters) {
+    if (!log.record(values, iterations_)) {
       stop_ = true;
       break;
     }
   }
-  bar.finish();
-  epoch_complete_ = done == num_batches;
-  const char* names[3] = {"loss", "contrastive", "supcon"};
-  for (int t = 0; t < 3; ++t) row.push_back({names[t], done > 0 ? sums[t] / static_cast<double>(done) : std::nan("")});
-  row.push_back({"iterations", static_cast<double>(done)});
+  epoch_complete_ = log.finish(row);
 }
 
 void GcdRun::cluster(MetricsRow& row, std::string& summary) {

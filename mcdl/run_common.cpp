@@ -169,6 +169,32 @@ std::string checkpoint_entry(const SafetensorsFile& file, const std::string& pat
   return it->second;
 }
 
+EpochLog::EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names)
+    : names_(std::move(names)),
+      sums_(names_.size(), 0.0),
+      num_batches_(num_batches),
+      batch_size_(config.batch_size),
+      max_iters_(config.max_iters),
+      bar_("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches, config.progress) {}
+
+bool EpochLog::record(const std::vector<double>& values, int64_t& iterations) {
+  for (size_t t = 0; t < sums_.size() && t < values.size(); ++t) sums_[t] += values[t];
+  ++done_;
+  ++iterations;
+  char status[64];
+  std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(done_));
+  bar_.update(done_, done_ * batch_size_, status);
+  return max_iters_ <= 0 || iterations < max_iters_;
+}
+
+bool EpochLog::finish(MetricsRow& row) {
+  bar_.finish();
+  for (size_t t = 0; t < names_.size(); ++t)
+    row.push_back({names_[t], done_ > 0 ? sums_[t] / static_cast<double>(done_) : std::nan("")});
+  row.push_back({"iterations", static_cast<double>(done_)});
+  return done_ == num_batches_;
+}
+
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
                        const RunDirectory& run, int64_t epochs_checkpointed) {
   if (std::isfinite(value)) return;

@@ -14,6 +14,7 @@
 #include "engine/tensor.h"
 #include "layers/vit_config.h"
 #include "mcdl/cluster_accuracy.h"
+#include "mcdl/progress.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/train_config.h"
 #include "mcdl/training_data.h"
@@ -78,6 +79,23 @@ std::map<std::string, Tensor> prefixed(const std::string& prefix, const std::map
 std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors);
 // A checkpoint's metadata entry (an error names the file and the missing key).
 std::string checkpoint_entry(const SafetensorsFile& file, const std::string& path, const char* key);
+// An epoch's running loss terms, its progress bar and the --max-iters budget.
+class EpochLog {
+ public:
+  EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names);
+  // After a step: adds the step's values (one per name) and redraws the bar; counts the
+  // iteration in `iterations` (the run's total) and returns false when the budget is spent.
+  bool record(const std::vector<double>& values, int64_t& iterations);
+  // Appends each term's mean and "iterations" to the row; true when every batch ran.
+  bool finish(MetricsRow& row);
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<double> sums_;
+  int64_t done_ = 0, num_batches_, batch_size_, max_iters_;
+  ProgressBar bar_;
+};
+
 // The error of a loss that is not finite: term, epoch, iteration and what to do.
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
                        const RunDirectory& run, int64_t epochs_checkpointed);

@@ -68,7 +68,7 @@ class Trainer {
 
  private:
   RunSummary run_kmeans();
-  void train_epoch(int64_t epoch, MetricsRow& sums);
+  void train_epoch(int64_t epoch, MetricsRow& row);
   void evaluate(int64_t epoch, MetricsRow& row, bool final);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
@@ -178,20 +178,17 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   const bool mcdl = config_.method == "simgcd+mcdl";
   const bool mcdl_losses = mcdl && epoch >= effective_mcdl_start(config_);
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
-  const int64_t num_batches = static_cast<int64_t>(plan.batches.size()), b = config_.batch_size;
+  const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
   if (mcdl) views.push_back(ViewKind::strong);
   BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
   loader.start(epoch, plan.batches);
 
-  const std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon",
-                                          "l_sup", "l_semi", "l_self"};
-  std::vector<double> sums(names.size(), 0.0);
+  std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon"};
+  if (mcdl) names.insert(names.end(), {"l_sup", "l_semi", "l_self"});
+  EpochLog log(config_, epoch, num_batches, names);
   McdlStep mcdl_step(config_, data_.num_classes());
-  ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config_.epochs), num_batches,
-                  config_.progress);
   LoadedBatch batch;
-  int64_t done = 0;
   const int64_t last_good = epoch;  // epochs completed, so checkpointed
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
@@ -218,24 +215,12 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     optimizer_->zero_grad();
     total.backward();
     optimizer_->step();
-    for (size_t t = 0; t < values.size(); ++t) sums[t] += values[t];
-    ++done;
-    ++iterations_;
-    char status[64];
-    std::snprintf(status, sizeof status, "loss %.4f", sums[0] / static_cast<double>(done));
-    bar.update(done, done * b, status);
-    if (config_.max_iters > 0 && iterations_ >= config_.max_iters) {
+    if (!log.record(values, iterations_)) {
       stop_ = true;
       break;
     }
   }
-  bar.finish();
-  epoch_complete_ = done == num_batches;
-  for (size_t t = 0; t < names.size(); ++t) {
-    if (!mcdl && t >= 6) break;
-    row.push_back({names[t], done > 0 ? sums[t] / static_cast<double>(done) : std::nan("")});
-  }
-  row.push_back({"iterations", static_cast<double>(done)});
+  epoch_complete_ = log.finish(row);
 }
 
 void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
