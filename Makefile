@@ -99,7 +99,7 @@ bench-gpu: $(GPU_BENCH)
 	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
 
 # Fashion-MNIST on the CPU: k-means, SimGCD and SimGCD + MCDL side by side (tools/demo.sh).
-demo: mcdl_train
+demo: check-deps mcdl_train
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} tools/demo.sh
 
 deps:
