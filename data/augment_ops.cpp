@@ -72,7 +72,15 @@ void rotate_quarter_turns(const uint8_t* src, uint8_t* dst, int64_t height, int6
 }
 
 void blend(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst, int64_t count, float alpha) {
-  for (int64_t i = 0; i < count; ++i) dst[i] = blend_value(degenerate[i], image[i], alpha);
+  // blend_value's cases depend on alpha alone: choose once, so the common case (0 < alpha < 1,
+  // truncation) is a branch-free loop the compiler vectorises (same float operations, same bits).
+  if (alpha == 0.0f || alpha == 1.0f || alpha < 0.0f || alpha > 1.0f) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = blend_value(degenerate[i], image[i], alpha);
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = static_cast<uint8_t>(static_cast<int>(blend_float(degenerate[i], image[i], alpha)));
 }
 
 void luma(const uint8_t* rgb, uint8_t* dst, int64_t pixels) {

@@ -219,8 +219,9 @@ Image apply_augment(const Image& image, const AugmentStep& step) {
 }
 
 Image apply_randaugment(const Image& image, const std::vector<AugmentStep>& steps) {
-  Image out = image;
-  for (const AugmentStep& step : steps) out = apply_augment(out, step);
+  if (steps.empty()) return image;
+  Image out = apply_augment(image, steps[0]);  // each op writes a new image: no copy of the input first
+  for (size_t i = 1; i < steps.size(); ++i) out = apply_augment(out, steps[i]);
   return out;
 }
 

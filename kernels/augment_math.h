@@ -152,10 +152,14 @@ MCDL_HOST_DEVICE inline void quarter_turn_source(int64_t x, int64_t y, int64_t h
 // ---- colour (Blend.c, Convert.c, Filter.c, ImageStat) -------------------------------------------
 
 // Image.blend(degenerate, image, alpha) of one byte.
+// Its float value d + alpha·(i − d), before truncation or clipping.
+MCDL_HOST_DEVICE inline float blend_float(int degenerate, int image, float alpha) {
+  return add_rn(static_cast<float>(degenerate), mul_rn(alpha, static_cast<float>(image - degenerate)));
+}
 MCDL_HOST_DEVICE inline uint8_t blend_value(int degenerate, int image, float alpha) {
   if (alpha == 0.0f) return static_cast<uint8_t>(degenerate);
   if (alpha == 1.0f) return static_cast<uint8_t>(image);
-  const float t = add_rn(static_cast<float>(degenerate), mul_rn(alpha, static_cast<float>(image - degenerate)));
+  const float t = blend_float(degenerate, image, alpha);
   if (alpha >= 0.0f && alpha <= 1.0f) return static_cast<uint8_t>(t);
   return clip8(t);
 }
