@@ -3,6 +3,8 @@
 // gradient check, edge cases and errors), the method's options, and an end-to-end run on the
 // coloured squares of tests/pipeline/test_training_e2e.cpp (learns, resumes bit for bit).
 #include <doctest/doctest.h>
+
+#include "tests/synthetic_folder_dataset.h"
 #include <unistd.h>
 
 #include <cmath>
@@ -98,43 +100,9 @@ void check_against_pytorch(DType dtype, Device device, double atol, double rtol)
 
 // ---- the coloured squares of tests/pipeline/test_training_e2e.cpp -----------------------------
 
-constexpr int kClasses = 6, kOld = 3, kPerClass = 36, kSize = 16;
-const uint8_t kColours[kClasses][3] = {{220, 40, 40}, {40, 200, 40}, {40, 60, 220},
-                                       {230, 220, 40}, {40, 210, 220}, {210, 40, 210}};
+constexpr int kClasses = testing::kSquareClasses, kSize = testing::kSquareImageSize;
 
-Image coloured_square(int cls, RandomStream& stream) {
-  Image image(kSize, kSize, 3);
-  for (auto& p : image.pixels) p = static_cast<uint8_t>(100 + stream.randint(0, 40));
-  const int64_t side = stream.randint(7, 12), top = stream.randint(0, kSize - side), left = stream.randint(0, kSize - side);
-  for (int64_t y = top; y < top + side; ++y)
-    for (int64_t x = left; x < left + side; ++x)
-      for (int c = 0; c < 3; ++c)
-        image.at(y, x, c) = static_cast<uint8_t>(std::clamp<int64_t>(kColours[cls][c] + stream.randint(-20, 20), 0, 255));
-  return image;
-}
-
-// ROOT/labelled/class<k>/ holds half of each old class; the rest is in ROOT/unlabelled/.
-fs::path make_folder_dataset() {
-  const fs::path root = fs::temp_directory_path() / ("mcdl-gcd-data-" + std::to_string(::getpid()));
-  if (fs::exists(root / "unlabelled_labels.csv")) return root;
-  fs::create_directories(root / "unlabelled");
-  std::ofstream labels(root / "unlabelled_labels.csv");
-  RandomStream stream(1, stream_id("e2e-images"));
-  for (int cls = 0; cls < kClasses; ++cls) {
-    const std::string name = "class" + std::to_string(cls);
-    if (cls < kOld) fs::create_directories(root / "labelled" / name);
-    for (int i = 0; i < kPerClass; ++i) {
-      const std::string file = name + "_" + std::to_string(i) + ".png";
-      if (cls < kOld && i % 2 == 0) {
-        write_png((root / "labelled" / name / file).string(), coloured_square(cls, stream));
-      } else {
-        write_png((root / "unlabelled" / file).string(), coloured_square(cls, stream));
-        labels << file << "," << name << "\n";
-      }
-    }
-  }
-  return root;
-}
+fs::path make_folder_dataset() { return testing::coloured_squares_dataset("gcd-data"); }
 
 TrainConfig tiny_gcd_config(const fs::path& out) {
   TrainConfig c;

@@ -1,0 +1,58 @@
+// A tiny GCD dataset in the folder layout, drawn by the tests: 6 classes of coloured squares on
+// a noisy grey background (the colour is the class), 36 images each. ROOT/labelled/class<k>/
+// holds half of each old class (0–2); everything else is in ROOT/unlabelled/ with its class in
+// ROOT/unlabelled_labels.csv. Made once per process (and name) under the temp directory.
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "data/decode.h"
+#include "data/image.h"
+#include "engine/random.h"
+
+namespace mcdl::testing {
+
+constexpr int kSquareClasses = 6, kSquareOldClasses = 3, kSquaresPerClass = 36, kSquareImageSize = 16;
+
+inline Image coloured_square(int cls, RandomStream& stream) {
+  static const uint8_t colours[kSquareClasses][3] = {{220, 40, 40}, {40, 200, 40},  {40, 60, 220},
+                                                     {230, 220, 40}, {40, 210, 220}, {210, 40, 210}};
+  const int64_t size = kSquareImageSize;
+  Image image(size, size, 3);
+  for (auto& p : image.pixels) p = static_cast<uint8_t>(100 + stream.randint(0, 40));
+  const int64_t side = stream.randint(7, 12), top = stream.randint(0, size - side), left = stream.randint(0, size - side);
+  for (int64_t y = top; y < top + side; ++y)
+    for (int64_t x = left; x < left + side; ++x)
+      for (int c = 0; c < 3; ++c)
+        image.at(y, x, c) = static_cast<uint8_t>(std::clamp<int64_t>(colours[cls][c] + stream.randint(-20, 20), 0, 255));
+  return image;
+}
+
+inline std::filesystem::path coloured_squares_dataset(const std::string& name = "squares") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("mcdl-" + name + "-" + std::to_string(::getpid()));
+  if (fs::exists(root / "unlabelled_labels.csv")) return root;
+  fs::create_directories(root / "unlabelled");
+  std::ofstream labels(root / "unlabelled_labels.csv");
+  RandomStream stream(1, stream_id("e2e-images"));
+  for (int cls = 0; cls < kSquareClasses; ++cls) {
+    const std::string class_name = "class" + std::to_string(cls);
+    if (cls < kSquareOldClasses) fs::create_directories(root / "labelled" / class_name);
+    for (int i = 0; i < kSquaresPerClass; ++i) {
+      const std::string file = class_name + "_" + std::to_string(i) + ".png";
+      if (cls < kSquareOldClasses && i % 2 == 0) {
+        write_png((root / "labelled" / class_name / file).string(), coloured_square(cls, stream));
+      } else {
+        write_png((root / "unlabelled" / file).string(), coloured_square(cls, stream));
+        labels << file << "," << class_name << "\n";
+      }
+    }
+  }
+  return root;
+}
+
+}  // namespace mcdl::testing
