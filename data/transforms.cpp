@@ -39,15 +39,28 @@ Image center_crop(const Image& image, int64_t height, int64_t width) {
   return crop(image, center_offset(image.height, height), center_offset(image.width, width), height, width);
 }
 
+namespace {
+// Pixel x of the source row copied to position width − 1 − x of the destination row.
+void mirror_row(const uint8_t* src, uint8_t* dst, int64_t width, int64_t c) {
+  if (c == 3) {
+    for (int64_t x = 0; x < width; ++x) {
+      const uint8_t* p = src + 3 * (width - 1 - x);
+      dst[3 * x] = p[0];
+      dst[3 * x + 1] = p[1];
+      dst[3 * x + 2] = p[2];
+    }
+  } else {
+    for (int64_t x = 0; x < width; ++x)
+      for (int64_t k = 0; k < c; ++k) dst[c * x + k] = src[c * (width - 1 - x) + k];
+  }
+}
+}  // namespace
+
 Image hflip(const Image& image) {
   Image out(image.height, image.width, image.channels);
-  const int64_t c = image.channels;
-  for (int64_t y = 0; y < image.height; ++y) {
-    for (int64_t x = 0; x < image.width; ++x) {
-      const uint8_t* src = &image.pixels[static_cast<size_t>((y * image.width + image.width - 1 - x) * c)];
-      std::memcpy(&out.pixels[static_cast<size_t>((y * image.width + x) * c)], src, static_cast<size_t>(c));
-    }
-  }
+  const int64_t row = image.width * image.channels;
+  for (int64_t y = 0; y < image.height; ++y)
+    mirror_row(image.pixels.data() + y * row, out.pixels.data() + y * row, image.width, image.channels);
   return out;
 }
 
@@ -64,8 +77,19 @@ CropFlip draw_random_crop_flip(RandomStream& stream, int64_t height, int64_t wid
 }
 
 Image apply_crop_flip(const Image& image, const CropFlip& params, int64_t size) {
-  Image out = crop(image, params.top, params.left, size, size);
-  return params.flip ? hflip(out) : out;
+  const int64_t c = image.channels;
+  const bool inside = params.top >= 0 && params.left >= 0 && params.top + size <= image.height &&
+                      params.left + size <= image.width;
+  if (!params.flip || !inside) {
+    Image out = crop(image, params.top, params.left, size, size);
+    return params.flip ? hflip(out) : out;
+  }
+  // The common case in one pass: each cropped row mirrored straight into place.
+  Image out(size, size, c);
+  for (int64_t y = 0; y < size; ++y)
+    mirror_row(image.pixels.data() + ((params.top + y) * image.width + params.left) * c,
+               out.pixels.data() + y * size * c, size, c);
+  return out;
 }
 
 ResizedCrop draw_random_resized_crop(RandomStream& stream, int64_t height, int64_t width, double scale_min,
@@ -112,16 +136,26 @@ void to_tensor_normalize(const Image& image, const Normalization& norm, float* o
   check(static_cast<int64_t>(norm.mean.size()) == c && static_cast<int64_t>(norm.std.size()) == c,
         "to_tensor_normalize: ", c, "-channel image but ", norm.mean.size(), " means and ", norm.std.size(),
         " stds");
-  for (int64_t ch = 0; ch < c; ++ch) {
-    // The 256 possible results, each computed exactly as torchvision does (so a table lookup is
-    // bit-identical to computing per pixel), with the formula the CUDA kernels use.
-    const float mean = norm.mean[static_cast<size_t>(ch)], std = norm.std[static_cast<size_t>(ch)];
-    float table[256];
-    for (int v = 0; v < 256; ++v) table[v] = pixel_math::normalize_value(v, mean, std);
-    float* dst = out_chw + ch * plane;
-    const uint8_t* src = image.pixels.data() + ch;
-    for (int64_t i = 0; i < plane; ++i) dst[i] = table[src[i * c]];
+  // Per channel, the 256 possible results, each computed exactly as torchvision does (so a table
+  // lookup is bit-identical to computing per pixel), with the formula the CUDA kernels use.
+  std::vector<float> tables(static_cast<size_t>(256 * c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int v = 0; v < 256; ++v)
+      tables[static_cast<size_t>(ch * 256 + v)] =
+          pixel_math::normalize_value(v, norm.mean[static_cast<size_t>(ch)], norm.std[static_cast<size_t>(ch)]);
+  const uint8_t* src = image.pixels.data();
+  if (c == 3) {  // one pass over the interleaved pixels, three planes out
+    const float *t0 = tables.data(), *t1 = t0 + 256, *t2 = t1 + 256;
+    float *d0 = out_chw, *d1 = d0 + plane, *d2 = d1 + plane;
+    for (int64_t i = 0; i < plane; ++i) {
+      d0[i] = t0[src[3 * i]];
+      d1[i] = t1[src[3 * i + 1]];
+      d2[i] = t2[src[3 * i + 2]];
+    }
+    return;
   }
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < plane; ++i) out_chw[ch * plane + i] = tables[static_cast<size_t>(ch * 256 + src[i * c + ch])];
 }
 
 }  // namespace mcdl
