@@ -72,15 +72,18 @@ void rotate_quarter_turns(const uint8_t* src, uint8_t* dst, int64_t height, int6
 }
 
 void blend(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst, int64_t count, float alpha) {
-  // blend_value's cases depend on alpha alone: choose once, so the common case (0 < alpha < 1,
-  // truncation) is a branch-free loop the compiler vectorises (same float operations, same bits).
-  if (alpha == 0.0f || alpha == 1.0f || alpha < 0.0f || alpha > 1.0f) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = blend_value(degenerate[i], image[i], alpha);
-    return;
-  }
+  // blend_value's cases depend on alpha alone: choose once, so that each case is a branch-free
+  // loop the compiler vectorises (the same float operations, the same bits).
+  if (alpha == 0.0f || alpha == 1.0f) {
+    std::memcpy(dst, alpha == 0.0f ? degenerate : image, static_cast<size_t>(count));
+  } else if (alpha > 0.0f && alpha < 1.0f) {
 #pragma omp simd
-  for (int64_t i = 0; i < count; ++i)
-    dst[i] = static_cast<uint8_t>(static_cast<int>(blend_float(degenerate[i], image[i], alpha)));
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<uint8_t>(static_cast<int>(blend_float(degenerate[i], image[i], alpha)));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < count; ++i) dst[i] = clip8(blend_float(degenerate[i], image[i], alpha));
+  }
 }
 
 void luma(const uint8_t* rgb, uint8_t* dst, int64_t pixels) {
@@ -97,9 +100,12 @@ void smooth(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width, int
   const int64_t row = width * channels;
   std::memcpy(dst, src, static_cast<size_t>(height * row));
   if (height < 3 || width < 3) return;
-  for (int64_t y = 1; y < height - 1; ++y)
-    for (int64_t i = channels; i < row - channels; ++i)
-      dst[y * row + i] = smooth_value(src + y * row + i, row, channels);
+  for (int64_t y = 1; y < height - 1; ++y) {
+    const uint8_t* in = src + y * row;
+    uint8_t* out = dst + y * row;
+#pragma omp simd
+    for (int64_t i = channels; i < row - channels; ++i) out[i] = smooth_value(in + i, row, channels);
+  }
 }
 
 void histogram(const uint8_t* src, int64_t pixels, int64_t channels, int64_t* hist) {

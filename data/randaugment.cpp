@@ -7,6 +7,7 @@
 #include "data/augment_ops.h"
 #include "data/augment_plan.h"
 #include "engine/error.h"
+#include "kernels/augment_math.h"
 
 namespace mcdl {
 namespace {
@@ -83,6 +84,15 @@ Image with_luts(const Image& image, const std::vector<uint8_t>& luts) {
   pixel_ops::apply_luts(image.pixels.data(), out.pixels.data(), image.height * image.width, image.channels,
                         luts.data());
   return out;
+}
+
+// A blend whose degenerate image is one value everywhere (Brightness: black; Contrast: the grey
+// level) depends on each pixel's own value only: the same blend_value, tabulated over 0..255.
+Image blend_with_constant(uint8_t degenerate, const Image& image, double factor) {
+  std::vector<uint8_t> luts(static_cast<size_t>(256 * image.channels));
+  for (size_t v = 0; v < luts.size(); ++v)
+    luts[v] = pixel_math::blend_value(degenerate, static_cast<int>(v % 256), static_cast<float>(factor));
+  return with_luts(image, luts);
 }
 
 // One table per channel, each computed from that channel's histogram.
@@ -183,16 +193,13 @@ Image apply_augment(const Image& image, const AugmentStep& step) {
     case AugmentOp::rotate:
       return pil_rotate(image, m);
     case AugmentOp::brightness:
-      return blend_with(Image(image.height, image.width, image.channels), image, 1.0 + m);
+      return blend_with_constant(0, image, 1.0 + m);
     case AugmentOp::color:
       return blend_with(grey_version(image), image, 1.0 + m);
-    case AugmentOp::contrast: {
-      Image grey(image.height, image.width, image.channels);
-      std::fill(grey.pixels.begin(), grey.pixels.end(),
-                static_cast<uint8_t>(pixel_ops::contrast_grey_level(image.pixels.data(), image.height * image.width,
-                                                                    image.channels)));
-      return blend_with(grey, image, 1.0 + m);
-    }
+    case AugmentOp::contrast:
+      return blend_with_constant(static_cast<uint8_t>(pixel_ops::contrast_grey_level(
+                                     image.pixels.data(), image.height * image.width, image.channels)),
+                                 image, 1.0 + m);
     case AugmentOp::sharpness: {
       Image smoothed(image.height, image.width, image.channels);
       pixel_ops::smooth(image.pixels.data(), smoothed.pixels.data(), image.height, image.width, image.channels);

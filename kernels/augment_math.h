@@ -50,10 +50,9 @@ MCDL_HOST_DEVICE inline void copy_pixel(const uint8_t* src, uint8_t* dst, int64_
 }
 
 // Pillow's clip8 of a float: ≤ 0 → 0, ≥ 255 → 255, else truncation.
+// Written as clamp-then-truncate (the same result for every non-NaN v) so that loops over it vectorise.
 MCDL_HOST_DEVICE inline uint8_t clip8(float v) {
-  if (v <= 0.0f) return 0;
-  if (v >= 255.0f) return 255;
-  return static_cast<uint8_t>(v);
+  return static_cast<uint8_t>(static_cast<int>(v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v)));
 }
 
 // ---- geometry (Pillow Geometry.c) --------------------------------------------------------------
