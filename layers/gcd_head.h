@@ -17,7 +17,7 @@
 // the last layer is built after self.apply(_init_weights), so weight_v keeps PyTorch's default
 // U(±1/√bottleneck); weight_g 1.
 #pragma once
-#include "layers/linear.h"
+#include "layers/dino_head_parts.h"
 
 namespace mcdl {
 
@@ -40,8 +40,8 @@ class GcdHead : public Module {
   void set_trainable(bool on);
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
-  Linear mlp0, mlp2, mlp4;
-  Tensor weight_g, weight_v;  // last_layer.weight_g [out, 1], last_layer.weight_v [out, bottleneck]
+  DinoHeadMlp mlp;              // mlp.{0,2,4}.*
+  WeightNormLinear last_layer;  // last_layer.weight_g [out, 1], last_layer.weight_v [out, bottleneck]
 };
 
 }  // namespace mcdl

@@ -14,7 +14,7 @@
 // Initialisation: MLP weights trunc_normal(0.02) (bounds ±2, effectively N(0, 0.02²)), zero
 // biases; weight_v PyTorch's default U(±1/√D); weight_g 1.
 #pragma once
-#include "layers/linear.h"
+#include "layers/dino_head_parts.h"
 #include "layers/vit_config.h"
 
 namespace mcdl {
@@ -35,8 +35,8 @@ class SimGCDHead : public Module {
   void set_trainable(bool on);
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
-  Linear mlp0, mlp2, mlp4;
-  Tensor weight_g, weight_v;  // last_layer.weight_g [K, 1], last_layer.weight_v [K, D]
+  DinoHeadMlp mlp;              // mlp.{0,2,4}.*
+  WeightNormLinear last_layer;  // last_layer.weight_g [K, 1], last_layer.weight_v [K, D]
 };
 
 }  // namespace mcdl

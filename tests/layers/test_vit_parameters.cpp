@@ -89,7 +89,7 @@ TEST_CASE("vit parameters: SimGCD head names follow the backbone under head.") {
                      {"mlp.4.bias", {256}},
                      {"last_layer.weight_g", {100, 1}},
                      {"last_layer.weight_v", {100, 768}}});
-  CHECK_FALSE(head.weight_g.requires_grad());
+  CHECK_FALSE(head.last_layer.weight_g.requires_grad());
 
   const ModelConfig config = small_config();
   SimGCDModel model(config);
@@ -145,7 +145,7 @@ TEST_CASE("vit parameters: initialisation follows DINO and SimGCD, one stream pe
       parse_model_config("img=16,patch=4,dim=24,depth=5,heads=2,chans=2,classes=5,head_hidden=32,head_bottleneck=8"));
   deeper.initialize(7);
   CHECK(max_abs_diff(deeper.backbone.blocks[0].attn.qkv.weight, model.backbone.blocks[0].attn.qkv.weight) == 0);
-  CHECK(max_abs_diff(deeper.head.weight_v, model.head.weight_v) == 0);
+  CHECK(max_abs_diff(deeper.head.last_layer.weight_v, model.head.last_layer.weight_v) == 0);
   CHECK(max_abs_diff(model.backbone.blocks[0].mlp.fc1.weight, model.backbone.blocks[1].mlp.fc1.weight) > 0);
   SimGCDModel other(small_config());
   other.initialize(8);

@@ -146,12 +146,12 @@ TEST_CASE("gcd head: names and shapes as GCD's DINOHead state dict; weight_g fro
       {"mlp.2.bias", {2048}},        {"mlp.4.weight", {256, 2048}}, {"mlp.4.bias", {256}},
       {"last_layer.weight_g", {65536, 1}}, {"last_layer.weight_v", {65536, 256}}};
   CHECK(names_and_shapes(head) == expected);
-  CHECK_FALSE(head.weight_g.requires_grad());
+  CHECK_FALSE(head.last_layer.weight_g.requires_grad());
   head.set_trainable(false);
   CHECK_FALSE(head.any_trainable());
   head.set_trainable(true);
   CHECK(head.trainable_parameters().size() == 7);
-  CHECK_FALSE(head.weight_g.requires_grad());
+  CHECK_FALSE(head.last_layer.weight_g.requires_grad());
 
   CHECK_THROWS_WITH(GcdHead(8, GcdHeadConfig{16, 4, 0, 0.02}), doctest::Contains("GcdHead: in_dim 8"));
   CHECK_THROWS_WITH(GcdHead(8, GcdHeadConfig{16, 4, 10, 0.0}), doctest::Contains("GcdHead: init_std"));
