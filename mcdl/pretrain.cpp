@@ -69,7 +69,7 @@ double run_pretraining(const PretrainConfig& config) {
   std::vector<int64_t> all(static_cast<size_t>(dataset.size()));
   for (int64_t i = 0; i < dataset.size(); ++i) all[static_cast<size_t>(i)] = i;
   ImageCacheOptions cache_options;
-  cache_options.resize_size = static_cast<int64_t>(static_cast<double>(vit.img_size) / 0.875);
+  cache_options.resize_size = TransformSizes{vit.img_size}.resize_size();
   cache_options.progress = config.progress;
   const ImageCache cache(dataset, all, cache_options);
   check(cache.bad_images().empty(), cache.bad_images().size(), " image(s) could not be read, e.g. ",

@@ -32,7 +32,7 @@ TrainingData load_training_data(const TrainConfig& config) {
   std::vector<int64_t> all = data.split.labelled;
   all.insert(all.end(), data.split.unlabelled.begin(), data.split.unlabelled.end());
   ImageCacheOptions cache_options;
-  cache_options.resize_size = static_cast<int64_t>(static_cast<double>(config.image_size) / 0.875);
+  cache_options.resize_size = TransformSizes{config.image_size}.resize_size();
   cache_options.memory_budget_bytes = config.cache_mem_mb * (int64_t{1} << 20);
   cache_options.cache_dir = config.cache_dir;
   cache_options.progress = config.progress;
