@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "data/decode.h"
 #include "data/image.h"
 #include "engine/random.h"
+#include "mcdl/train_config.h"
 
 namespace mcdl::testing {
 
@@ -53,6 +55,39 @@ inline std::filesystem::path coloured_squares_dataset(const std::string& name = 
     }
   }
   return root;
+}
+
+// A small run on that dataset (a 2-block ViT at 16 px, every block trained, on the CPU) that
+// writes to `out` (emptied first); tests set the method and schedule on top.
+inline TrainConfig squares_run_config(const std::filesystem::path& dataset, const std::filesystem::path& out) {
+  TrainConfig c;
+  c.dataset = "folder";
+  c.data_root = dataset.string();
+  c.num_classes = kSquareClasses;
+  c.model = "img=16,patch=4,dim=32,depth=2,heads=2,chans=3";
+  c.head_hidden = 64;
+  c.head_bottleneck = 32;
+  // SimGCD's 0.02 suits 768 → 2048-wide heads; at these widths it starts the projections near
+  // zero, where the first steps collapse them onto the last bias.
+  c.head_init_std = 0.1;
+  c.grad_from_block = 0;
+  c.device = "cpu";
+  c.image_size = kSquareImageSize;
+  c.batch_size = 32;
+  c.lr = 0.1;
+  c.workers = 2;
+  c.progress = false;
+  c.seed = 3;
+  c.out = out.string();
+  std::filesystem::remove_all(out);
+  return c;
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace mcdl::testing

@@ -27,40 +27,16 @@ constexpr int kClasses = testing::kSquareClasses, kSize = testing::kSquareImageS
 fs::path make_folder_dataset() { return testing::coloured_squares_dataset("e2e"); }
 
 TrainConfig tiny_config(const fs::path& out, const std::string& method) {
-  TrainConfig c;
-  c.dataset = "folder";
-  c.data_root = make_folder_dataset().string();
-  c.num_classes = kClasses;
-  c.model = "img=16,patch=4,dim=32,depth=2,heads=2,chans=3";
-  c.head_hidden = 64;
-  c.head_bottleneck = 32;
-  // SimGCD's 0.02 suits 768 → 2048-wide heads; at these widths it starts the projections near
-  // zero, where the first steps collapse them onto the last bias.
-  c.head_init_std = 0.1;
-  c.grad_from_block = 0;
+  TrainConfig c = testing::squares_run_config(make_folder_dataset(), out);
   c.method = method;
-  c.device = "cpu";
-  c.image_size = kSize;
   c.epochs = 20;
-  c.batch_size = 32;
-  c.lr = 0.1;
   c.mu = 4;
   c.mcdl_start = 4;
   c.warmup_teacher_epochs = 6;
-  c.workers = 2;
-  c.progress = false;
-  c.seed = 3;
-  c.out = out.string();
-  fs::remove_all(out);
   return c;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::read_text;
 
 }  // namespace
 
