@@ -83,9 +83,10 @@ class GcdRun {
  private:
   void build_model();
   void make_optimizer();
-  void train_epoch(int64_t epoch, MetricsRow& row);
+  bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
   // Stages 2 and 3: features, semi-supervised k-means, accuracy, predictions.csv.
   void cluster(MetricsRow& row, std::string& summary);
+  void finish_epoch(int64_t epoch, MetricsRow& row, bool final);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
 
@@ -97,8 +98,7 @@ class GcdRun {
   std::unique_ptr<VisionTransformer> backbone_;
   std::unique_ptr<GcdHead> head_;
   std::unique_ptr<Sgd> optimizer_;
-  int64_t start_epoch_ = 0, epochs_completed_ = 0, iterations_ = 0;
-  bool stop_ = false, epoch_complete_ = true;
+  RunProgress progress_;
   ClusterAccuracy accuracy_{std::nan(""), std::nan(""), std::nan("")};
 };
 
@@ -144,41 +144,32 @@ void GcdRun::make_optimizer() {
 }
 
 RunSummary GcdRun::run() {
-  const auto start = Clock::now();
-  const CosineAnnealing schedule(config_.lr, config_.epochs, config_.lr * config_.lr_min_factor);
-  for (int64_t epoch = start_epoch_; epoch < config_.epochs && !stop_; ++epoch) {
-    const auto epoch_start = Clock::now();
-    optimizer_->set_lr(schedule.lr_at(epoch));
-    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
-    train_epoch(epoch, row);
-    const std::string line = loss_summary(row);
-    std::string clustering;
-    if (stop_ || epoch + 1 == config_.epochs) cluster(row, clustering);
-    else {
-      for (const char* name : {"all", "old", "new"}) row.push_back({name, std::nan("")});
-      if (data_.dataset.balanced_accuracy)
-        for (const char* name : {"all_v2b", "old_v2b", "new_v2b"}) row.push_back({name, std::nan("")});
-    }
-    row.push_back({"seconds", seconds_since(epoch_start)});
-    run_.append_metrics(row);
-    std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
-                static_cast<long long>(config_.epochs), line.c_str(), row[1].second, clustering.c_str());
-    std::fflush(stdout);
-    // As the trainer: an epoch cut short by --max-iters is not checkpointed.
-    if (epoch_complete_) {
-      save_checkpoint(epoch + 1);
-      epochs_completed_ = epoch + 1;
-    }
-  }
-  RunSummary summary;
+  RunSummary summary = run_epochs(
+      config_, device_, *optimizer_, run_, progress_,
+      {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
+       [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
+       [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
   summary.accuracy = accuracy_;
-  summary.iterations = iterations_;
-  summary.epochs_completed = epochs_completed_;
-  summary.seconds = seconds_since(start);
   return summary;
 }
 
-void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
+// Each epoch reports its losses; the last one also clusters (GCD evaluates only at the end).
+void GcdRun::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
+  const std::string line = loss_summary(row);
+  std::string clustering;
+  if (final) {
+    cluster(row, clustering);
+  } else {
+    for (const char* name : {"all", "old", "new"}) row.push_back({name, std::nan("")});
+    if (data_.dataset.balanced_accuracy)
+      for (const char* name : {"all_v2b", "old_v2b", "new_v2b"}) row.push_back({name, std::nan("")});
+  }
+  std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
+              static_cast<long long>(config_.epochs), line.c_str(), row[1].second, clustering.c_str());
+  std::fflush(stdout);
+}
+
+bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
   const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, {ViewKind::train, ViewKind::train}));
@@ -192,16 +183,16 @@ void GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
     const Tensor outputs = head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
     const GcdLossTerms loss = gcd_loss(outputs, meta.labels, meta.labelled, config_.sup_weight, config_.gcd_temperature);
     const std::vector<double> values = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
-    check_finite_loss(values[0], "gcd", epoch, it, run_, epoch);
+    check_finite_loss(values[0], "gcd", epoch, it, run_, progress_.epochs_completed);
     optimizer_->zero_grad();
     loss.total.backward();
     optimizer_->step();
-    if (!log.record(values, iterations_)) {
-      stop_ = true;
+    if (!log.record(values, progress_.iterations)) {
+      progress_.stop = true;
       break;
     }
   }
-  epoch_complete_ = log.finish(row);
+  return log.finish(row);
 }
 
 void GcdRun::cluster(MetricsRow& row, std::string& summary) {
@@ -249,10 +240,8 @@ void GcdRun::save_checkpoint(int64_t epochs_completed) {
   for (auto& [name, t] : prefixed("projection_head.", head_->state_dict())) tensors[name] = t;
   for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
   run_.save_checkpoint(tensors,
-                       {{"epochs_completed", std::to_string(epochs_completed)},
-                        {"iterations", std::to_string(iterations_)},
-                        {"config", config_to_json(config_)},
-                        {"model_config", model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}})}},
+                       checkpoint_metadata(config_, progress_, epochs_completed,
+                                           model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}})),
                        epochs_completed - 1, config_.keep_every);
 }
 
@@ -260,15 +249,11 @@ void GcdRun::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
   const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  start_epoch_ = epochs_completed_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "epochs_completed"));
-  iterations_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "iterations"));
   backbone_->load_parameters(unprefixed("model.", file.tensors));
   head_->load_parameters(unprefixed("projection_head.", file.tensors));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
-  run_.truncate_metrics(start_epoch_);
-  std::fprintf(stderr, "resuming %s after epoch %lld\n", run_.path().c_str(), static_cast<long long>(start_epoch_));
-  if (start_epoch_ >= config_.epochs) stop_ = true;
+  resume_progress(file, run_, config_, progress_);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "engine/optim/schedule.h"
 #include "layers/backbone_file.h"
 
 namespace mcdl {
@@ -193,6 +194,54 @@ bool EpochLog::finish(MetricsRow& row) {
     row.push_back({names_[t], done_ > 0 ? sums_[t] / static_cast<double>(done_) : std::nan("")});
   row.push_back({"iterations", static_cast<double>(done_)});
   return done_ == num_batches_;
+}
+
+std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& config, const RunProgress& progress,
+                                                       int64_t epochs_completed, const std::string& model_config_json) {
+  return {{"epochs_completed", std::to_string(epochs_completed)},
+          {"iterations", std::to_string(progress.iterations)},
+          {"config", config_to_json(config)},
+          {"model_config", model_config_json}};
+}
+
+void resume_progress(const SafetensorsFile& file, const RunDirectory& run, const TrainConfig& config,
+                     RunProgress& progress) {
+  progress.start_epoch = progress.epochs_completed =
+      std::stoll(checkpoint_entry(file, run.last_checkpoint(), "epochs_completed"));
+  progress.iterations = std::stoll(checkpoint_entry(file, run.last_checkpoint(), "iterations"));
+  run.truncate_metrics(progress.start_epoch);
+  std::fprintf(stderr, "resuming %s after epoch %lld\n", run.path().c_str(),
+               static_cast<long long>(progress.start_epoch));
+  if (progress.start_epoch >= config.epochs) progress.stop = true;
+}
+
+RunSummary run_epochs(const TrainConfig& config, Device device, Optimizer& optimizer, const RunDirectory& run,
+                      RunProgress& progress, const EpochSteps& steps) {
+  const auto start = Clock::now();
+  const CosineAnnealing schedule(config.lr, config.epochs, config.lr * config.lr_min_factor);
+  for (int64_t epoch = progress.start_epoch; epoch < config.epochs && !progress.stop; ++epoch) {
+    const auto epoch_start = Clock::now();
+    optimizer.set_lr(schedule.lr_at(epoch));
+    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
+    const bool complete = steps.train(epoch, row);
+    steps.finish(epoch, row, progress.stop || epoch + 1 == config.epochs);
+    row.push_back({"seconds", seconds_since(epoch_start)});
+    run.append_metrics(row);
+    if (!complete) {
+      std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
+                   static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1));
+      continue;
+    }
+    steps.checkpoint(epoch + 1);
+    progress.epochs_completed = epoch + 1;
+    if (epoch == progress.start_epoch && device.is_cpu())
+      std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
+  }
+  RunSummary summary;
+  summary.iterations = progress.iterations;
+  summary.epochs_completed = progress.epochs_completed;
+  summary.seconds = seconds_since(start);
+  return summary;
 }
 
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,

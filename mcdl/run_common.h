@@ -4,12 +4,14 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "data/loader.h"
 #include "data/sampler.h"
+#include "engine/optim/optimizer.h"
 #include "engine/safetensors.h"
 #include "engine/tensor.h"
 #include "layers/vit_config.h"
@@ -17,6 +19,7 @@
 #include "mcdl/progress.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/train_config.h"
+#include "mcdl/trainer.h"
 #include "mcdl/training_data.h"
 
 namespace mcdl {
@@ -95,6 +98,32 @@ class EpochLog {
   int64_t done_ = 0, num_batches_, batch_size_, max_iters_;
   ProgressBar bar_;
 };
+
+// Where a run stands: what its checkpoints record and what the epoch loop advances.
+struct RunProgress {
+  int64_t start_epoch = 0, epochs_completed = 0, iterations = 0;
+  bool stop = false;  // the --max-iters budget is spent, or a resumed run has nothing left
+};
+// The metadata every method's checkpoint carries besides its tensors.
+std::map<std::string, std::string> checkpoint_metadata(const TrainConfig& config, const RunProgress& progress,
+                                                       int64_t epochs_completed, const std::string& model_config_json);
+// Reads a checkpoint's progress back, drops the metrics rows of the epochs to be redone and says
+// where the run resumes.
+void resume_progress(const SafetensorsFile& file, const RunDirectory& run, const TrainConfig& config,
+                     RunProgress& progress);
+
+// The epoch loop every training method shares: the cosine learning rate of each epoch, the
+// method's epoch, its end-of-epoch work (evaluation, the summary line), the metrics row and a
+// checkpoint after every complete epoch (an epoch cut short by --max-iters is not checkpointed,
+// so a resumed run redoes it from the previous checkpoint, exactly as an uninterrupted run would).
+struct EpochSteps {
+  std::function<bool(int64_t epoch, MetricsRow& row)> train;  // true when every batch ran
+  std::function<void(int64_t epoch, MetricsRow& row, bool final)> finish;
+  std::function<void(int64_t epochs_completed)> checkpoint;
+};
+// The summary's accuracy is left for the caller.
+RunSummary run_epochs(const TrainConfig& config, Device device, Optimizer& optimizer, const RunDirectory& run,
+                      RunProgress& progress, const EpochSteps& steps);
 
 // The error of a loss that is not finite: term, epoch, iteration and what to do.
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,

@@ -68,7 +68,7 @@ class Trainer {
 
  private:
   RunSummary run_kmeans();
-  void train_epoch(int64_t epoch, MetricsRow& row);
+  bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
   void evaluate(int64_t epoch, MetricsRow& row, bool final);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
@@ -87,11 +87,7 @@ class Trainer {
   std::vector<int64_t> eval_indices_, eval_truth_;  // train indices and labels of the evaluation set
   std::vector<bool> eval_is_old_;
   SimGCDLossConfig loss_config_;
-  int64_t start_epoch_ = 0;
-  int64_t epochs_completed_ = 0;
-  int64_t iterations_ = 0;
-  bool stop_ = false;
-  bool epoch_complete_ = true;
+  RunProgress progress_;
   ClusterAccuracy last_accuracy_{};
 };
 
@@ -145,36 +141,16 @@ Trainer::Trainer(TrainConfig config, bool resume)
 
 RunSummary Trainer::run() {
   if (config_.method == "kmeans") return run_kmeans();
-  const auto start = Clock::now();
-  const CosineAnnealing schedule(config_.lr, config_.epochs, config_.lr * config_.lr_min_factor);
-  for (int64_t epoch = start_epoch_; epoch < config_.epochs && !stop_; ++epoch) {
-    const auto epoch_start = Clock::now();
-    optimizer_->set_lr(schedule.lr_at(epoch));
-    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
-    train_epoch(epoch, row);
-    const bool final = stop_ || epoch + 1 == config_.epochs;
-    evaluate(epoch, row, final);
-    row.push_back({"seconds", seconds_since(epoch_start)});
-    run_.append_metrics(row);
-    // An epoch cut short by --max-iters is not checkpointed: a resumed run restarts it from the
-    // previous checkpoint, so it continues exactly as an uninterrupted run would.
-    if (epoch_complete_) save_checkpoint(epoch + 1);
-    else
-      std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
-                   static_cast<long long>(iterations_), static_cast<long long>(epoch + 1));
-    if (epoch_complete_) epochs_completed_ = epoch + 1;
-    if (epoch == start_epoch_ && epoch_complete_ && device_.is_cpu())
-      std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
-  }
-  RunSummary summary;
+  RunSummary summary = run_epochs(
+      config_, device_, *optimizer_, run_, progress_,
+      {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
+       [this](int64_t epoch, MetricsRow& row, bool final) { evaluate(epoch, row, final); },
+       [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
   summary.accuracy = last_accuracy_;
-  summary.iterations = iterations_;
-  summary.epochs_completed = epochs_completed_;
-  summary.seconds = seconds_since(start);
   return summary;
 }
 
-void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
+bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   const bool mcdl = config_.method == "simgcd+mcdl";
   const bool mcdl_losses = mcdl && epoch >= effective_mcdl_start(config_);
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
@@ -189,7 +165,7 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   EpochLog log(config_, epoch, num_batches, names);
   McdlStep mcdl_step(config_, data_.num_classes());
   LoadedBatch batch;
-  const int64_t last_good = epoch;  // epochs completed, so checkpointed
+  const int64_t last_good = progress_.epochs_completed;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
     const BatchLabels meta = batch_labels(plan, data_, it);
@@ -215,12 +191,12 @@ void Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     optimizer_->zero_grad();
     total.backward();
     optimizer_->step();
-    if (!log.record(values, iterations_)) {
-      stop_ = true;
+    if (!log.record(values, progress_.iterations)) {
+      progress_.stop = true;
       break;
     }
   }
-  epoch_complete_ = log.finish(row);
+  return log.finish(row);
 }
 
 void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
@@ -265,10 +241,7 @@ void Trainer::save_checkpoint(int64_t epochs_completed) {
     for (auto& [name, t] : prefixed("bank_strong.", bank_strong_->state())) tensors[name] = t;
   }
   run_.save_checkpoint(tensors,
-                       {{"epochs_completed", std::to_string(epochs_completed)},
-                        {"iterations", std::to_string(iterations_)},
-                        {"config", config_to_json(config_)},
-                        {"model_config", model_config_to_json(model_->config())}},
+                       checkpoint_metadata(config_, progress_, epochs_completed, model_config_to_json(model_->config())),
                        epochs_completed - 1, config_.keep_every);
 }
 
@@ -282,8 +255,6 @@ void Trainer::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
   const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  start_epoch_ = epochs_completed_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "epochs_completed"));
-  iterations_ = std::stoll(checkpoint_entry(file, run_.last_checkpoint(), "iterations"));
   model_->load_parameters(unprefixed("model.", file.tensors));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
@@ -291,9 +262,7 @@ void Trainer::load_checkpoint() {
     bank_weak_->load_state(unprefixed("bank_weak.", file.tensors));
     bank_strong_->load_state(unprefixed("bank_strong.", file.tensors));
   }
-  run_.truncate_metrics(start_epoch_);
-  std::fprintf(stderr, "resuming %s after epoch %lld\n", run_.path().c_str(), static_cast<long long>(start_epoch_));
-  if (start_epoch_ >= config_.epochs) stop_ = true;
+  resume_progress(file, run_, config_, progress_);
 }
 
 RunSummary Trainer::run_kmeans() {
