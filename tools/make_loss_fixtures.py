@@ -9,33 +9,18 @@ written with numpy + json + struct (no safetensors package), as tools/make_safet
 
 Run from anywhere: /usr/bin/python3 tools/make_loss_fixtures.py
 """
-import json
 import math
 import os
-import struct
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_io import write_safetensors  # noqa: E402
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "losses")
 
-DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f8"): "F64", np.dtype("<i8"): "I64", np.dtype("u1"): "U8"}
-
-
-def write_safetensors(path, tensors):
-    """tensors: {name: numpy array}; data in name order (any order is valid safetensors)."""
-    header, data = {}, b""
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        raw = array.tobytes()
-        header[name] = {"dtype": DTYPES[array.dtype], "shape": list(array.shape),
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
 
 
 def f32(t):

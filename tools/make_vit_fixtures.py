@@ -26,13 +26,14 @@ Files (safetensors, written by hand below: 8-byte LE header length, JSON header,
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_io import write_safetensors  # noqa: E402
 
 IMG, PATCH, CHANS, DIM, DEPTH, HEADS = 32, 8, 3, 48, 2, 3
 HEAD_HIDDEN, HEAD_BOTTLENECK, CLASSES = 64, 32, 10
@@ -192,27 +193,6 @@ def set_trainable(model):
         p.requires_grad = 'block' in name and int(name.split('.')[1]) >= GRAD_FROM_BLOCK
     for name, p in model.head.named_parameters():
         p.requires_grad = not name.endswith("weight_g")
-
-
-def write_safetensors(path, tensors, metadata=None):
-    names = sorted(tensors)
-    header, blobs, offset = {}, [], 0
-    for name in names:
-        a = np.array(tensors[name], order="C")
-        dtype = {np.float32: "F32", np.float64: "F64", np.int64: "I64"}[a.dtype.type]
-        data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    if metadata:
-        header["__metadata__"] = metadata
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
 
 
 def config_json():
