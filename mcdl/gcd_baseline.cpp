@@ -108,9 +108,7 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  print_data_summary(config_, data_);
-  run_.write_text("config.json", config_to_json(config_));
-  if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
+  begin_run(config_, data_, run_, resume_);
   build_model();
   make_optimizer();
   if (resume_) load_checkpoint();

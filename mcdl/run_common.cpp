@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "data/gcd_split.h"
 #include "engine/error.h"
 #include "engine/optim/schedule.h"
 #include "layers/backbone_file.h"
@@ -41,11 +42,13 @@ int64_t first_trained_block(const TrainConfig& config, int64_t depth) {
   return from;
 }
 
-void print_data_summary(const TrainConfig& config, const TrainingData& data) {
+void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume) {
   std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
                config.dataset.c_str(), static_cast<long long>(data.dataset.size()),
                static_cast<long long>(data.num_classes()), static_cast<long long>(data.num_old_classes()),
                data.labelled.size(), data.unlabelled.size());
+  run.write_text("config.json", config_to_json(config));
+  if (!resume) write_split_csv(run.file("split.csv"), data.dataset, data.split);
 }
 
 int64_t loader_workers(const TrainConfig& config, Device device) {

@@ -38,8 +38,10 @@ BackboneSource backbone_source(const TrainConfig& config);
 // --grad-from-block, −1 meaning the last block, checked against the depth.
 int64_t first_trained_block(const TrainConfig& config, int64_t depth);
 
-// "cub: 5994 training images, 200 classes (100 old): 1498 labelled, 4496 unlabelled" on stderr.
-void print_data_summary(const TrainConfig& config, const TrainingData& data);
+// The start of a run: "cub: 5994 training images, 200 classes (100 old): 1498 labelled, 4496
+// unlabelled" on stderr, config.json (on resume: with the overrides given) and, for a new run,
+// split.csv.
+void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume);
 // Loader threads: --workers, or automatic (none on the CPU backend, whose model uses every
 // core; all cores but one with a GPU).
 int64_t loader_workers(const TrainConfig& config, Device device);

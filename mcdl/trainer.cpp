@@ -102,9 +102,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  print_data_summary(config_, data_);
-  run_.write_text("config.json", config_to_json(config_));  // on resume: with the overrides given
-  if (!resume_) write_split_csv(run_.file("split.csv"), data_.dataset, data_.split);
+  begin_run(config_, data_, run_, resume_);
   model_ = build_model(config_, data_.num_classes());
   model_->to(device_);
   make_optimizer();
