@@ -1,5 +1,6 @@
 #include "mcdl/mcdl_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -20,7 +21,13 @@ Tensor zero_scalar(Device device) { return scalar_tensor(0.0, DType::f32, device
 
 }  // namespace
 
-McdlStep::McdlStep(const TrainConfig& config, int64_t num_classes) : config_(config), num_classes_(num_classes) {}
+double mcdl_loss_weight(const TrainConfig& config, int64_t epoch) {
+  const TrainConfig c = with_variant_defaults(config);
+  if (epoch < c.mcdl_start) return 0.0;
+  return std::min(1.0, static_cast<double>(epoch - c.mcdl_start + 1) / static_cast<double>(c.mcdl_ramp + 1));
+}
+
+McdlStep::McdlStep(const TrainConfig& config) : config_(with_variant_defaults(config)) {}
 
 McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Tensor& weak1, const Tensor& strong,
                         const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
@@ -74,6 +81,14 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
     is_high_row[static_cast<size_t>(rows[static_cast<size_t>(h)])] = 1;
   }
   terms.sup = dcl_sup_loss(weak_out.projection, sup_labels, labelled, is_high_row, config_.tau_s);
+  if (config_.sup_norm == "union" && !high.empty()) {
+    // Each high anchor weighs what a labelled anchor weighs in SimGCD's SupCon (sup_weight over
+    // the anchors of labelled ∪ H) instead of 1/|H|: a handful of high samples in a batch no
+    // longer carries the weight of a whole batch (README: "Two MCDL variants").
+    const auto num_labelled = static_cast<double>(std::count(labelled.begin(), labelled.end(), uint8_t{1}));
+    const auto num_high = static_cast<double>(high.size());
+    terms.sup = terms.sup * (config_.sup_weight * num_high / (num_high + num_labelled));
+  }
 
   // L_semi: MixMatch over X = H then M, on the first weak view.
   if (!high.empty() || !medium.empty()) {
@@ -100,7 +115,21 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
     const Tensor mixed_targets = mix(targets, plan);
     terms.semi = semi_loss(model.forward(mixed_images).logits, mixed_targets, x_is_high, temp);
   }
-  terms.self = self_loss(weak_probs, index_select(strong_logits, rows_t), config_.tau_u, temp);
+  if (config_.self_threshold <= 0) {
+    terms.self = self_loss(weak_probs, index_select(strong_logits, rows_t), config_.tau_u, temp);
+    return terms;
+  }
+  // FixMatch's confidence mask: only the samples whose weak prediction is confident teach the
+  // strong view, averaged over every unlabelled row (so fewer confident samples weigh less).
+  const std::vector<float> confidence = max(weak_probs, 1).to(Device::cpu()).to(DType::f32).to_vector<float>();
+  std::vector<int64_t> confident;
+  for (size_t i = 0; i < confidence.size(); ++i)
+    if (confidence[i] >= config_.self_threshold) confident.push_back(static_cast<int64_t>(i));
+  if (confident.empty()) return terms;
+  const Tensor confident_t = index_tensor(confident, device);
+  terms.self = self_loss(index_select(weak_probs, confident_t),
+                         index_select(index_select(strong_logits, rows_t), confident_t), config_.tau_u, temp) *
+               (static_cast<double>(confident.size()) / static_cast<double>(rows.size()));
   return terms;
 }
 
@@ -118,8 +147,8 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
                ? cluster_to_class[static_cast<size_t>(cluster)]
                : -1;
   };
-  auto accuracy = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& pseudo) {
-    int64_t correct = 0, known = 0;
+  auto accuracy = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& pseudo, int64_t& known) {
+    int64_t correct = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       const int64_t t = truth[static_cast<size_t>(members[i])];
       if (t < 0) continue;
@@ -133,14 +162,14 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const std::vector<int64_t> mode_w = weak_c.mode.to(Device::cpu()).to_vector<int64_t>();
   std::vector<int64_t> high_pseudo;
   for (int64_t i : high) high_pseudo.push_back(mode_w[static_cast<size_t>(i)]);
-  report.high_accuracy = accuracy(high, high_pseudo);
+  report.high_accuracy = accuracy(high, high_pseudo, report.known_high);
   std::vector<int64_t> medium_pseudo;
   if (!medium.empty()) {
     const Tensor idx = from_vector(medium, {static_cast<int64_t>(medium.size())}, bank_weak.device());
     const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
     medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
   }
-  report.medium_accuracy = accuracy(medium, medium_pseudo);
+  report.medium_accuracy = accuracy(medium, medium_pseudo, report.known_medium);
   return report;
 }
 

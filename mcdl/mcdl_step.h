@@ -16,9 +16,14 @@ struct McdlTerms {
   Tensor sup, semi, self;  // scalars (zero before mcdl_start)
 };
 
+// The factor on the MCDL losses in epoch `epoch` (config with its variant's defaults): 0 before
+// mcdl_start, then (epoch − start + 1)/(ramp + 1) until it reaches 1 after --mcdl-ramp epochs.
+double mcdl_loss_weight(const TrainConfig& config, int64_t epoch);
+
 class McdlStep {
  public:
-  McdlStep(const TrainConfig& config, int64_t num_classes);
+  // Takes the config's MCDL settings with the variant's defaults filled in.
+  explicit McdlStep(const TrainConfig& config);
   // weak_out: the model's output on [weak1; weak2] (2B rows). bank_index[i]: the sample's slot
   // in the banks, −1 for a labelled sample. With `losses` false (before mcdl_start) only the
   // banks are updated and the strong view runs without a graph.
@@ -28,8 +33,7 @@ class McdlStep {
                 int64_t epoch, int64_t iteration);
 
  private:
-  const TrainConfig& config_;
-  int64_t num_classes_;
+  TrainConfig config_;
 };
 
 // The end-of-epoch picture of the banks over the whole unlabelled set: bucket sizes, and the
@@ -39,7 +43,8 @@ class McdlStep {
 // of unlabelled sample i (−1: unknown, not scored).
 struct BucketReport {
   BucketCounts counts;
-  double high_accuracy = 0.0, medium_accuracy = 0.0;  // NaN for an empty bucket
+  int64_t known_high = 0, known_medium = 0;  // the samples with a truth label in each bucket
+  double high_accuracy = 0.0, medium_accuracy = 0.0;  // over those; NaN for none
 };
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
                            const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);

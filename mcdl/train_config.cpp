@@ -1,5 +1,7 @@
 #include "mcdl/train_config.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace mcdl {
@@ -13,7 +15,23 @@ double effective_memax_weight(const TrainConfig& c) {
 }
 
 int64_t effective_mcdl_start(const TrainConfig& c) {
-  return c.mcdl_start >= 0 ? c.mcdl_start : c.epochs / 10;  // 20 of 200, as the public MCDL code
+  if (c.mcdl_start >= 0) return c.mcdl_start;
+  // Robust: once the teacher temperature has settled, so that the banks record the predictions
+  // the SimGCD loss is sharpening towards, not the warm-up's.
+  if (c.mcdl_variant == "robust") return std::min(c.warmup_teacher_epochs, c.epochs - 1);
+  return c.epochs / 10;  // 20 of 200, as the public MCDL code
+}
+
+TrainConfig with_variant_defaults(TrainConfig c) {
+  check(c.mcdl_variant == "paper" || c.mcdl_variant == "robust", "--mcdl-variant: expected paper or robust, got '",
+        c.mcdl_variant, "'");
+  const bool robust = c.mcdl_variant == "robust";
+  c.mcdl_start = effective_mcdl_start(c);
+  if (c.tau_s < 0) c.tau_s = robust ? 0.07 : 0.04;  // robust: SimGCD's SupCon temperature
+  if (c.sup_norm.empty()) c.sup_norm = robust ? "union" : "high";
+  if (c.mcdl_ramp < 0) c.mcdl_ramp = robust ? std::max<int64_t>(1, c.epochs / 10) : 0;
+  if (c.self_threshold < 0) c.self_threshold = robust ? 0.95 : 0.0;
+  return c;
 }
 
 int64_t effective_kmeans_restarts(const TrainConfig& c) {
@@ -60,10 +78,18 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"warmup-teacher-epochs", "epochs of the linear teacher-temperature warm-up", &c.warmup_teacher_epochs},
       {"memax-weight", "mean-entropy weight (-1: the dataset's value)", &c.memax_weight},
       {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd: of SupCon)", &c.sup_weight},
+      {"mcdl-variant", "robust (default: the safeguards below) or paper (mcdl-spec exactly)", &c.mcdl_variant},
       {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
-      {"mcdl-start", "epoch from which the MCDL losses apply (-1: 10% of the epochs)", &c.mcdl_start},
+      {"mcdl-start", "epoch from which the MCDL losses apply (-1: paper 10% of the epochs, robust the teacher warm-up)",
+       &c.mcdl_start},
       {"lambda", "weight of L_semi + L_self", &c.lambda},
-      {"tau-s", "temperature of L_sup", &c.tau_s},
+      {"tau-s", "temperature of L_sup (-1: paper 0.04, robust 0.07)", &c.tau_s},
+      {"sup-norm", "L_sup averaged over the high anchors (high: paper) or over labelled + high anchors with "
+                   "SimGCD's SupCon weight (union: robust)", &c.sup_norm},
+      {"mcdl-ramp", "epochs over which the MCDL losses' weights rise linearly from 0 (-1: paper 0, robust 10% of "
+                    "the epochs)", &c.mcdl_ramp},
+      {"self-threshold", "L_self only on samples whose weak prediction reaches this confidence (-1: paper 0, "
+                         "robust 0.95)", &c.self_threshold},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
       {"gcd-head-out", "gcd: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
@@ -74,6 +100,8 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
       {"eval-subset", "evaluate on the first N unlabelled images only, for quick checks (0: all)", &c.eval_subset},
       {"progress", "progress bar on a terminal (true/false)", &c.progress},
+      {"val-classes", "validation: hold out this many known classes (and half of the other known classes' "
+                      "labelled images) as unlabelled images whose labels score the run (0: off)", &c.val_classes},
   };
 }
 
@@ -104,7 +132,16 @@ void validate_config(const TrainConfig& c) {
   check(c.prop_labelled > 0 && c.prop_labelled < 1, "--prop-labelled must be in (0, 1)");
   check(c.lr > 0, "--lr must be positive");
   check(c.mu >= 1, "--mu must be at least 1");
-  check(c.tau_s > 0 && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0 &&
+  check(c.mcdl_variant == "paper" || c.mcdl_variant == "robust", "--mcdl-variant: expected paper or robust, got '",
+        c.mcdl_variant, "'");
+  check(c.sup_norm.empty() || c.sup_norm == "high" || c.sup_norm == "union", "--sup-norm: expected high or union, got '",
+        c.sup_norm, "'");
+  check(c.mcdl_ramp >= -1, "--mcdl-ramp must be -1 (the variant's) or at least 0");
+  check(c.self_threshold == -1.0 || (c.self_threshold >= 0 && c.self_threshold <= 1),
+        "--self-threshold must be in [0, 1] (or -1: the variant's)");
+  check(c.val_classes >= 0, "--val-classes must not be negative");
+  check(c.val_classes == 0 || c.method != "gcd", "--val-classes: the gcd method does not score validation images");
+  check((c.tau_s > 0 || c.tau_s == -1.0) && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0 &&
             c.gcd_temperature > 0,
         "temperatures must be positive");
   check(c.mix_alpha > 0, "--mix-alpha must be positive");

@@ -49,10 +49,15 @@ struct TrainConfig {
   double memax_weight = -1.0;          // −1: the dataset's value (CUB 2, CIFAR-100 4, others 1)
   double sup_weight = 0.35;            // also GCD's sup_con_weight
   // MCDL.
+  std::string mcdl_variant = "robust";  // paper (mcdl-spec exactly) or robust (README: "Two MCDL variants")
   int64_t mu = 16;                     // memory bank length
-  int64_t mcdl_start = -1;             // −1: 10% of the epochs
+  int64_t mcdl_start = -1;             // −1: the variant's (paper: 10% of the epochs; robust: the teacher warm-up)
   double lambda = 0.35;
-  double tau_s = 0.04;                 // L_sup temperature
+  double tau_s = -1.0;                 // L_sup temperature (−1: the variant's: paper 0.04, robust 0.07)
+  // The robust variant's safeguards, each also usable alone (−1 / "": the variant's value).
+  std::string sup_norm;                // L_sup averaging: "high" (paper) or "union" (robust)
+  int64_t mcdl_ramp = -1;              // epochs of the linear ramp of the MCDL losses' weights (paper 0)
+  double self_threshold = -1.0;        // L_self only where max p_w reaches this (paper 0)
   double tau_u = 0.7;                  // sharpening temperature
   double mix_alpha = 0.5;              // MixMatch Beta(α, α)
   // GCD baseline (gcd_reference.md §3): the head MLP uses head_hidden / head_bottleneck / head_init_std.
@@ -66,12 +71,17 @@ struct TrainConfig {
   int64_t eval_batch_size = 256;
   int64_t eval_subset = 0;             // evaluate on the first N unlabelled images only (0: all)
   bool progress = true;                // progress bar on a terminal
+  // Validation inside the labelled set (README: "Choosing settings without the unlabelled labels").
+  int64_t val_classes = 0;             // hold out this many known classes as validation-new classes
 };
 
 // The values the run actually uses after dataset and method defaults (memax weight,
 // mcdl_start, k-means restarts and iterations; grad_from_block needs the model).
 double effective_memax_weight(const TrainConfig& config);
 int64_t effective_mcdl_start(const TrainConfig& config);
+// The config with every MCDL setting left at −1 / "" replaced by the variant's value, so that
+// config.json records exactly what runs (checks the variant's name).
+TrainConfig with_variant_defaults(TrainConfig config);
 int64_t effective_kmeans_restarts(const TrainConfig& config);
 int64_t effective_kmeans_iters(const TrainConfig& config);
 

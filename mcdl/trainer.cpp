@@ -74,6 +74,7 @@ class Trainer {
   void load_checkpoint();
   void make_optimizer();
   void write_predictions(const std::vector<int64_t>& predictions);
+  std::string append_validation(MetricsRow& row, const std::vector<int64_t>& predictions);
 
   TrainConfig config_;
   bool resume_;
@@ -86,14 +87,17 @@ class Trainer {
   std::unique_ptr<EvaluationSet> eval_;
   std::vector<int64_t> eval_indices_, eval_truth_;  // train indices and labels of the evaluation set
   std::vector<bool> eval_is_old_;
+  std::vector<int64_t> eval_val_truth_;  // the validation images' labels (−1 for the others)
+  std::vector<bool> eval_val_is_old_;
   SimGCDLossConfig loss_config_;
   RunProgress progress_;
   ClusterAccuracy last_accuracy_{};
 };
 
-TrainConfig validated(TrainConfig config) {
+// The checked config with the MCDL variant's defaults filled in, as config.json records it.
+TrainConfig validated(const TrainConfig& config) {
   validate_config(config);
-  return config;
+  return with_variant_defaults(config);
 }
 
 Trainer::Trainer(TrainConfig config, bool resume)
@@ -124,15 +128,21 @@ Trainer::Trainer(TrainConfig config, bool resume)
   eval_options.batch_size = config_.eval_batch_size;
   eval_options.workers = loader_workers(config_, device_);
   eval_options.device = device_;
-  // The evaluation set: the unlabelled images (or the first --eval-subset of them).
-  const size_t n_eval = config_.eval_subset > 0
-                            ? std::min(data_.unlabelled.size(), static_cast<size_t>(config_.eval_subset))
-                            : data_.unlabelled.size();
-  eval_indices_.assign(data_.unlabelled.begin(), data_.unlabelled.begin() + static_cast<std::ptrdiff_t>(n_eval));
-  const std::vector<int64_t> truth = data_.unlabelled_labels();
-  const std::vector<bool> is_old = data_.unlabelled_is_old();
-  eval_truth_.assign(truth.begin(), truth.begin() + static_cast<std::ptrdiff_t>(n_eval));
-  eval_is_old_.assign(is_old.begin(), is_old.begin() + static_cast<std::ptrdiff_t>(n_eval));
+  // The evaluation set: the unlabelled images (or the first --eval-subset of them), then the
+  // validation images, if any (their labels score the validation columns only).
+  const size_t n_real = data_.first_validation;
+  const size_t n_eval =
+      config_.eval_subset > 0 ? std::min(n_real, static_cast<size_t>(config_.eval_subset)) : n_real;
+  const std::vector<int64_t> truth = data_.unlabelled_labels(), val_truth = data_.validation_labels();
+  const std::vector<bool> is_old = data_.unlabelled_is_old(), val_is_old = data_.validation_is_old();
+  for (size_t p = 0; p < data_.unlabelled.size(); ++p) {
+    if (p >= n_eval && p < n_real) continue;
+    eval_indices_.push_back(data_.unlabelled[p]);
+    eval_truth_.push_back(truth[p]);
+    eval_is_old_.push_back(is_old[p]);
+    eval_val_truth_.push_back(val_truth[p]);
+    eval_val_is_old_.push_back(val_is_old[p]);
+  }
   eval_ = std::make_unique<EvaluationSet>(*data_.cache, eval_indices_, eval_options);
   if (resume_) load_checkpoint();
 }
@@ -150,7 +160,8 @@ RunSummary Trainer::run() {
 
 bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   const bool mcdl = config_.method == "simgcd+mcdl";
-  const bool mcdl_losses = mcdl && epoch >= effective_mcdl_start(config_);
+  const double mcdl_weight = mcdl ? mcdl_loss_weight(config_, epoch) : 0.0;
+  const bool mcdl_losses = mcdl_weight > 0;
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
   const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
@@ -161,7 +172,7 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon"};
   if (mcdl) names.insert(names.end(), {"l_sup", "l_semi", "l_self"});
   EpochLog log(config_, epoch, num_batches, names);
-  McdlStep mcdl_step(config_, data_.num_classes());
+  McdlStep mcdl_step(config_);
   LoadedBatch batch;
   const int64_t last_good = progress_.epochs_completed;
   while (loader.next(batch)) {
@@ -177,7 +188,8 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     if (mcdl) {
       const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2], meta.labels, meta.labelled,
                                             meta.bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
-      if (mcdl_losses) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
+      if (mcdl_weight == 1.0) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
+      else if (mcdl_losses) total = total + (extra.sup + (extra.semi + extra.self) * config_.lambda) * mcdl_weight;
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
     std::vector<double> values = {total.item()};
@@ -217,13 +229,39 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
               std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
               percent(report.medium_accuracy);
   }
-  // The summary line: every loss term, lr, accuracy and buckets.
+  const std::string validation = append_validation(row, predictions);
+  // The summary line: every loss term, lr, accuracy, buckets and the validation signal.
   const std::string losses = loss_summary(row);
-  std::printf("epoch %lld/%lld  %s  lr %.5f  All %s Old %s New %s%s\n", static_cast<long long>(epoch + 1),
+  std::printf("epoch %lld/%lld  %s  lr %.5f  All %s Old %s New %s%s%s\n", static_cast<long long>(epoch + 1),
               static_cast<long long>(config_.epochs), losses.c_str(), row[1].second, percent(acc.all).c_str(),
-              percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str());
+              percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str(),
+              validation.c_str());
   std::fflush(stdout);
   if (final) write_predictions(predictions);
+}
+
+// The validation columns (--val-classes): All / Old / New on the validation images with their own
+// v2 assignment, and the memory banks' pseudo-label precision on them, where the truth is the
+// user's own labels. Returns the summary line's part.
+std::string Trainer::append_validation(MetricsRow& row, const std::vector<int64_t>& predictions) {
+  if (!data_.has_validation()) return "";
+  const KnownLabels known = known_labels(eval_val_truth_, predictions, eval_val_is_old_);
+  const ClusterAccuracy acc = known_accuracy(known, false);
+  row.push_back({"val_all", acc.all});
+  row.push_back({"val_old", acc.old_classes});
+  row.push_back({"val_new", acc.new_classes});
+  std::string line = "  val All " + percent(acc.all) + " Old " + percent(acc.old_classes) + " New " +
+                     percent(acc.new_classes);
+  if (bank_weak_) {
+    const BucketReport report = bucket_report(*bank_weak_, *bank_strong_, config_.mu, data_.validation_labels(),
+                                              v2_assignment(known.truth, known.predictions));
+    row.push_back({"val_high", static_cast<double>(report.known_high)});
+    row.push_back({"val_medium", static_cast<double>(report.known_medium)});
+    row.push_back({"val_high_precision", report.high_accuracy});
+    row.push_back({"val_medium_precision", report.medium_accuracy});
+    line += "  precision H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
+  }
+  return line;
 }
 
 void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
@@ -273,15 +311,14 @@ RunSummary Trainer::run_kmeans() {
   options.seed = config_.seed;
   const KMeansResult result = kmeans(features, options);
   const ClusterAccuracy acc = known_accuracy(known_labels(eval_truth_, result.assignment, eval_is_old_), false);
-  run_.append_metrics({{"epoch", 0},
-                       {"all", acc.all},
-                       {"old", acc.old_classes},
-                       {"new", acc.new_classes},
-                       {"inertia", result.inertia},
-                       {"seconds", seconds_since(start)}});
-  std::printf("kmeans (k=%lld, %lld restarts)  All %s Old %s New %s\n", static_cast<long long>(options.k),
+  MetricsRow row{{"epoch", 0}, {"all", acc.all}, {"old", acc.old_classes}, {"new", acc.new_classes}};
+  const std::string validation = append_validation(row, result.assignment);
+  row.push_back({"inertia", result.inertia});
+  row.push_back({"seconds", seconds_since(start)});
+  run_.append_metrics(row);
+  std::printf("kmeans (k=%lld, %lld restarts)  All %s Old %s New %s%s\n", static_cast<long long>(options.k),
               static_cast<long long>(options.restarts), percent(acc.all).c_str(), percent(acc.old_classes).c_str(),
-              percent(acc.new_classes).c_str());
+              percent(acc.new_classes).c_str(), validation.c_str());
   write_predictions(result.assignment);
   RunSummary summary;
   summary.accuracy = acc;

@@ -10,15 +10,56 @@ namespace mcdl {
 
 std::vector<int64_t> TrainingData::unlabelled_labels() const {
   std::vector<int64_t> out;
-  for (int64_t i : unlabelled) out.push_back(label(i));
+  for (size_t p = 0; p < unlabelled.size(); ++p) out.push_back(p < first_validation ? label(unlabelled[p]) : -1);
   return out;
 }
 
 std::vector<bool> TrainingData::unlabelled_is_old() const {
   std::vector<bool> out;
-  for (int64_t i : unlabelled) out.push_back(label(i) >= 0 && label(i) < num_old_classes());
+  for (int64_t y : unlabelled_labels()) out.push_back(y >= 0 && y < num_old_classes());
   return out;
 }
+
+std::vector<int64_t> TrainingData::validation_labels() const {
+  std::vector<int64_t> out;
+  for (size_t p = 0; p < unlabelled.size(); ++p) out.push_back(p >= first_validation ? label(unlabelled[p]) : -1);
+  return out;
+}
+
+std::vector<bool> TrainingData::validation_is_old() const {
+  std::vector<bool> out;
+  for (int64_t y : validation_labels())
+    out.push_back(y >= 0 && std::find(validation_classes.begin(), validation_classes.end(), y) == validation_classes.end());
+  return out;
+}
+
+namespace {
+
+// A miniature GCD problem inside the labelled set, whose answers the user knows: the last
+// `count` known classes lose all their labelled images ("validation new"), the other known
+// classes every second one ("validation old", the benchmark's half); those images join the
+// unlabelled pool after the benchmark's unlabelled images.
+void hold_out_validation(TrainingData& data, int64_t count) {
+  const int64_t num_old = data.num_old_classes();
+  check(count < num_old, "--val-classes ", count, ": must leave at least one of the ", num_old,
+        " known classes with labels (use at most ", num_old - 1, ")");
+  for (int64_t c = num_old - count; c < num_old; ++c) data.validation_classes.push_back(c);
+  std::vector<int64_t> kept, held_out;
+  std::vector<int64_t> seen(static_cast<size_t>(num_old), 0);
+  for (int64_t i : data.labelled) {
+    const int64_t y = data.label(i);
+    const bool whole_class = y >= num_old - count;
+    (whole_class || seen[static_cast<size_t>(y)]++ % 2 == 1 ? held_out : kept).push_back(i);
+  }
+  data.labelled = kept;
+  data.first_validation = data.unlabelled.size();
+  data.unlabelled.insert(data.unlabelled.end(), held_out.begin(), held_out.end());
+  std::fprintf(stderr,
+               "validation: known classes %lld-%lld held out whole, %zu labelled images moved to the unlabelled pool\n",
+               static_cast<long long>(num_old - count), static_cast<long long>(num_old - 1), held_out.size());
+}
+
+}  // namespace
 
 TrainingData load_training_data(const TrainConfig& config) {
   TrainingData data;
@@ -56,6 +97,8 @@ TrainingData load_training_data(const TrainConfig& config) {
   };
   data.labelled = keep(data.split.labelled);
   data.unlabelled = keep(data.split.unlabelled);
+  data.first_validation = data.unlabelled.size();
+  if (config.val_classes > 0) hold_out_validation(data, config.val_classes);
   return data;
 }
 

@@ -19,15 +19,26 @@ struct TrainingData {
   GcdSplit split;
   std::unique_ptr<ImageCache> cache;
   std::vector<int64_t> labelled;    // train indices of the labelled set (bad images dropped)
-  std::vector<int64_t> unlabelled;  // train indices of the unlabelled set; position = memory bank slot
+  // Train indices of the unlabelled pool; position = memory bank slot. With --val-classes the
+  // validation images (labelled images held out, README: "Choosing settings without the
+  // unlabelled labels") follow the benchmark's unlabelled images, from position first_validation.
+  std::vector<int64_t> unlabelled;
+  size_t first_validation = 0;
+  std::vector<int64_t> validation_classes;  // the known classes held out whole (remapped labels)
   Normalization normalization;
 
   int64_t num_classes() const { return split.num_classes; }
   int64_t num_old_classes() const { return split.num_old_classes; }
   int64_t label(int64_t train_index) const { return split.label[static_cast<size_t>(train_index)]; }
-  // Remapped labels of the unlabelled set and whether each belongs to an old class.
+  // Per unlabelled-pool position: the benchmark's remapped label and whether it is an old class;
+  // −1 (never scored) for the validation images.
   std::vector<int64_t> unlabelled_labels() const;
   std::vector<bool> unlabelled_is_old() const;
+  // Per unlabelled-pool position: the label of a validation image (−1 elsewhere), and whether
+  // its class kept labelled images ("validation old") or was held out whole ("validation new").
+  bool has_validation() const { return first_validation < unlabelled.size(); }
+  std::vector<int64_t> validation_labels() const;
+  std::vector<bool> validation_is_old() const;
 };
 
 // Reads the dataset named by config.dataset (the message of a missing dataset says where to get

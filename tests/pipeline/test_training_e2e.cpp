@@ -15,6 +15,7 @@
 #include "engine/safetensors.h"
 #include "layers/backbone_file.h"
 #include "mcdl/trainer.h"
+#include "mcdl/training_data.h"
 #include "tests/synthetic_folder_dataset.h"
 
 using namespace mcdl;
@@ -170,5 +171,48 @@ TEST_CASE("e2e: bad input ends in one clear error") {
   c.model.clear();
   c.weights = (out / "nan.safetensors").string();
   CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("became nan at epoch 0, iteration 0"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("e2e: --val-classes holds out known classes and half of the other labelled images, and scores them") {
+  const fs::path out = fs::temp_directory_path() / ("mcdl-e2e-val-" + std::to_string(::getpid()));
+  TrainConfig c = tiny_config(out, "simgcd+mcdl");
+  c.val_classes = 1;
+  const TrainingData data = load_training_data(c);
+  // The layout labels 18 images of each of classes 0–2: class 2 is held out whole, classes 0 and
+  // 1 keep every other image (9 each).
+  REQUIRE(data.labelled.size() == 18);
+  REQUIRE(data.first_validation == 6u * 36u - 54u);
+  REQUIRE(data.unlabelled.size() == data.first_validation + 36);
+  CHECK(data.validation_classes == std::vector<int64_t>{2});
+  const std::vector<int64_t> truth = data.unlabelled_labels(), val = data.validation_labels();
+  const std::vector<bool> val_old = data.validation_is_old();
+  int64_t held_out_new = 0;
+  for (size_t p = 0; p < data.unlabelled.size(); ++p) {
+    const bool validation = p >= data.first_validation;
+    CHECK((truth[p] >= 0) != validation);  // the benchmark's score never sees a validation image
+    CHECK((val[p] >= 0) == validation);
+    if (validation) {
+      CHECK(val[p] == data.label(data.unlabelled[p]));
+      CHECK(val_old[p] == (val[p] != 2));
+      held_out_new += val[p] == 2 ? 1 : 0;
+    }
+  }
+  CHECK(held_out_new == 18);
+  for (int64_t i : data.labelled) CHECK(data.label(i) < 2);
+
+  c.epochs = 2;
+  c.mcdl_start = 1;
+  run_training(c, false);
+  const std::string csv = read_text(out / "metrics.csv");
+  CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,") !=
+        std::string::npos);
+  CHECK(read_text(out / "config.json").find("\"val-classes\": 1") != std::string::npos);
+
+  c.val_classes = 3;
+  CHECK_THROWS_WITH(load_training_data(c), doctest::Contains("use at most 2"));
+  c.method = "gcd";
+  c.val_classes = 1;
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("--val-classes"));
   fs::remove_all(out);
 }

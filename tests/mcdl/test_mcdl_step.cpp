@@ -1,0 +1,175 @@
+// MCDL's step under its two variants: the paper variant resolves to the spec's settings; the
+// robust variant's safeguards (L_sup over labelled + high anchors, the ramp of the loss weights,
+// L_self's confidence mask) each change exactly what they say, and at their neutral values the
+// step is the paper's bit for bit.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "layers/simgcd_model.h"
+#include "mcdl/dcl_loss.h"
+#include "mcdl/mcdl_step.h"
+
+using namespace mcdl;
+
+namespace {
+
+constexpr int64_t kBatch = 8, kLabelled = 2, kClasses = 4;
+
+// A batch of 8: rows 0–1 labelled (classes 0 and 1), rows 2–7 unlabelled in bank slots 0–5.
+struct Fixture {
+  SimGCDModel model{[] {
+    ModelConfig config = parse_model_config("img=14,patch=7,dim=16,depth=1,heads=2,chans=1");
+    config.head = {32, 8, kClasses};
+    return config;
+  }()};
+  Tensor images;
+  std::vector<int64_t> labels{0, 1, -1, -1, -1, -1, -1, -1};
+  std::vector<uint8_t> labelled{1, 1, 0, 0, 0, 0, 0, 0};
+  std::vector<int64_t> bank_index{-1, -1, 0, 1, 2, 3, 4, 5};
+
+  Fixture() {
+    model.initialize(2);
+    model.set_grad_from_block(0);
+    RandomStream stream(5, 0);
+    std::vector<float> pixels(static_cast<size_t>(kBatch * 14 * 14));
+    for (float& p : pixels) p = static_cast<float>(stream.uniform(-1.0, 1.0));
+    images = from_vector<float>(pixels, {kBatch, 1, 14, 14});
+  }
+
+  // One step with the same images as both weak views and the strong view, so that p_w = p_s and,
+  // with μ = 1, every unlabelled sample is high-credibility.
+  McdlTerms run(const TrainConfig& config) {
+    MemoryBank weak(kBatch - kLabelled, kClasses, config.mu), strong(kBatch - kLabelled, kClasses, config.mu);
+    const HeadOutput out = model.forward(concat({images, images}, 0));
+    return McdlStep(config).run(model, out, images, images, labels, labelled, bank_index, weak, strong, true, 0, 0);
+  }
+};
+
+TrainConfig step_config(const std::string& variant) {
+  TrainConfig c;
+  c.mcdl_variant = variant;
+  c.mu = 1;
+  c.mcdl_start = 0;
+  return c;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.numel() == b.numel() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("mcdl variant: paper resolves to the spec's settings, robust to its safeguards, explicit values stay") {
+  TrainConfig c;
+  c.epochs = 200;
+  c.warmup_teacher_epochs = 30;
+  c.mcdl_variant = "paper";
+  const TrainConfig paper = with_variant_defaults(c);
+  CHECK(paper.tau_s == 0.04);
+  CHECK(paper.sup_norm == "high");
+  CHECK(paper.mcdl_ramp == 0);
+  CHECK(paper.self_threshold == 0.0);
+  CHECK(paper.mcdl_start == 20);
+  c.mcdl_variant = "robust";
+  const TrainConfig robust = with_variant_defaults(c);
+  CHECK(robust.tau_s == 0.07);
+  CHECK(robust.sup_norm == "union");
+  CHECK(robust.mcdl_ramp == 20);
+  CHECK(robust.self_threshold == 0.95);
+  CHECK(robust.mcdl_start == 30);
+  c.tau_s = 0.5;
+  c.sup_norm = "high";
+  c.mcdl_ramp = 0;
+  c.self_threshold = 0.0;
+  c.mcdl_start = 7;
+  const TrainConfig explicit_values = with_variant_defaults(c);
+  CHECK(explicit_values.tau_s == 0.5);
+  CHECK(explicit_values.sup_norm == "high");
+  CHECK(explicit_values.mcdl_ramp == 0);
+  CHECK(explicit_values.self_threshold == 0.0);
+  CHECK(explicit_values.mcdl_start == 7);
+  // A resolved config resolves to itself (config.json passed back with --config).
+  CHECK(config_to_json(with_variant_defaults(robust)) == config_to_json(robust));
+  c.mcdl_variant = "fast";
+  CHECK_THROWS_WITH(with_variant_defaults(c), "--mcdl-variant: expected paper or robust, got 'fast'");
+  CHECK_THROWS_WITH(validate_config(c), "--mcdl-variant: expected paper or robust, got 'fast'");
+}
+
+TEST_CASE("mcdl variant: the loss weight is 0 before the start, then ramps linearly to 1") {
+  TrainConfig c;
+  c.epochs = 20;
+  c.mcdl_variant = "paper";
+  c.mcdl_start = 3;
+  CHECK(mcdl_loss_weight(c, 2) == 0.0);
+  CHECK(mcdl_loss_weight(c, 3) == 1.0);
+  c.mcdl_variant = "robust";
+  c.mcdl_ramp = 2;
+  CHECK(mcdl_loss_weight(c, 2) == 0.0);
+  CHECK(mcdl_loss_weight(c, 3) == doctest::Approx(1.0 / 3.0));
+  CHECK(mcdl_loss_weight(c, 4) == doctest::Approx(2.0 / 3.0));
+  CHECK(mcdl_loss_weight(c, 5) == 1.0);
+  CHECK(mcdl_loss_weight(c, 19) == 1.0);
+}
+
+TEST_CASE("mcdl step: the robust variant with every safeguard neutral is the paper's step bit for bit") {
+  Fixture f;
+  const McdlTerms paper = f.run(step_config("paper"));
+  TrainConfig neutral = step_config("robust");
+  neutral.tau_s = 0.04;
+  neutral.sup_norm = "high";
+  neutral.mcdl_ramp = 0;
+  neutral.self_threshold = 0.0;
+  const McdlTerms robust = f.run(neutral);
+  CHECK(paper.sup.item() > 0);
+  CHECK(paper.semi.item() > 0);
+  CHECK(paper.self.item() > 0);
+  CHECK(same_bits(paper.sup, robust.sup));
+  CHECK(same_bits(paper.semi, robust.semi));
+  CHECK(same_bits(paper.self, robust.self));
+}
+
+TEST_CASE("mcdl step: sup-norm union weighs each high anchor as SimGCD's SupCon weighs a labelled one") {
+  Fixture f;
+  TrainConfig c = step_config("paper");
+  const double high_mean = f.run(c).sup.item();
+  c.sup_norm = "union";
+  // All 6 unlabelled samples are high; with the 2 labelled ones the union holds 8 samples.
+  CHECK(f.run(c).sup.item() == doctest::Approx(high_mean * c.sup_weight * 6.0 / 8.0).epsilon(1e-6));
+}
+
+TEST_CASE("mcdl step: self-threshold keeps only the confident weak predictions, averaged over every unlabelled row") {
+  Fixture f;
+  TrainConfig c = step_config("paper");
+  const Tensor all_rows = f.run(c).self;
+  c.self_threshold = 1e-9;  // every row passes: the same value
+  CHECK(same_bits(f.run(c).self, all_rows));
+  c.self_threshold = 1.0;  // no softmax of finite logits reaches 1 exactly here: no row passes
+  CHECK(f.run(c).self.item() == 0.0);
+
+  // A threshold between the rows' confidences: the masked loss by hand.
+  Tensor weak_probs;
+  {
+    NoGradGuard no_grad;
+    const Tensor logits = f.model.forward(f.images).logits;
+    weak_probs = softmax(slice(logits, 0, kLabelled, kBatch) / c.student_temp);
+  }
+  std::vector<float> confidence = max(weak_probs, 1).to_vector<float>();
+  std::vector<float> sorted = confidence;
+  std::sort(sorted.begin(), sorted.end());
+  c.self_threshold = (static_cast<double>(sorted[2]) + static_cast<double>(sorted[3])) / 2.0;
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < confidence.size(); ++i)
+    if (confidence[i] >= c.self_threshold) kept.push_back(static_cast<int64_t>(i));
+  REQUIRE(kept.size() == 3);
+  const Tensor rows = from_vector<int64_t>(kept, {3});
+  const Tensor strong_logits = slice(f.model.forward(f.images).logits, 0, kLabelled, kBatch);
+  const double expected =
+      self_loss(index_select(weak_probs, rows), index_select(strong_logits, rows), c.tau_u, c.student_temp).item() *
+      3.0 / 6.0;
+  CHECK(f.run(c).self.item() == doctest::Approx(expected).epsilon(1e-6));
+}
