@@ -98,9 +98,12 @@ bench-gpu: $(GPU_BENCH)
 	-python3 tools/bench_torch_gpu.py > $(BUILD)/torch_gpu_times.tsv
 	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
 
-# Fashion-MNIST on the CPU: k-means, SimGCD and SimGCD + MCDL side by side (tools/demo.sh).
+# Fashion-MNIST: k-means, SimGCD and SimGCD + MCDL (robust and paper) over seeds, on the GPU
+# when present (tools/demo.sh): make demo SEEDS="1 2 3" MAX_TRAIN=10000.
+SEEDS ?= 1 2 3
+MAX_TRAIN ?= 10000
 demo: check-deps mcdl_train
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} tools/demo.sh
+	SEEDS="$(SEEDS)" MAX_TRAIN="$(MAX_TRAIN)" tools/demo.sh
 
 deps:
 	tools/install_deps.sh

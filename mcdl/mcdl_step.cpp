@@ -42,7 +42,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
   Tensor strong_logits;
   {
     std::optional<NoGradGuard> no_grad;
-    if (!losses) no_grad.emplace();
+    if (!losses || !mcdl_loss_enabled(config_, "self")) no_grad.emplace();
     strong_logits = model.forward(strong).logits;
   }
   std::vector<int64_t> rows, slots;  // batch rows of the unlabelled samples, and their bank slots
@@ -80,18 +80,20 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
     sup_labels[static_cast<size_t>(rows[static_cast<size_t>(h)])] = mode_w[static_cast<size_t>(h)];
     is_high_row[static_cast<size_t>(rows[static_cast<size_t>(h)])] = 1;
   }
-  terms.sup = dcl_sup_loss(weak_out.projection, sup_labels, labelled, is_high_row, config_.tau_s);
-  if (config_.sup_norm == "union" && !high.empty()) {
-    // Each high anchor weighs what a labelled anchor weighs in SimGCD's SupCon (sup_weight over
-    // the anchors of labelled ∪ H) instead of 1/|H|: a handful of high samples in a batch no
-    // longer carries the weight of a whole batch (README: "Two MCDL variants").
-    const auto num_labelled = static_cast<double>(std::count(labelled.begin(), labelled.end(), uint8_t{1}));
-    const auto num_high = static_cast<double>(high.size());
-    terms.sup = terms.sup * (config_.sup_weight * num_high / (num_high + num_labelled));
+  if (mcdl_loss_enabled(config_, "sup")) {
+    terms.sup = dcl_sup_loss(weak_out.projection, sup_labels, labelled, is_high_row, config_.tau_s);
+    if (config_.sup_norm == "union" && !high.empty()) {
+      // Each high anchor weighs what a labelled anchor weighs in SimGCD's SupCon (sup_weight over
+      // the anchors of labelled ∪ H) instead of 1/|H|: a handful of high samples in a batch no
+      // longer carries the weight of a whole batch (README: "Two MCDL variants").
+      const auto num_labelled = static_cast<double>(std::count(labelled.begin(), labelled.end(), uint8_t{1}));
+      const auto num_high = static_cast<double>(high.size());
+      terms.sup = terms.sup * (config_.sup_weight * num_high / (num_high + num_labelled));
+    }
   }
 
   // L_semi: MixMatch over X = H then M, on the first weak view.
-  if (!high.empty() || !medium.empty()) {
+  if (mcdl_loss_enabled(config_, "semi") && (!high.empty() || !medium.empty())) {
     std::vector<int64_t> x_unlabelled = high;  // positions among the unlabelled rows
     x_unlabelled.insert(x_unlabelled.end(), medium.begin(), medium.end());
     std::vector<int64_t> x_rows, x_slots;
@@ -115,6 +117,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Te
     const Tensor mixed_targets = mix(targets, plan);
     terms.semi = semi_loss(model.forward(mixed_images).logits, mixed_targets, x_is_high, temp);
   }
+  if (!mcdl_loss_enabled(config_, "self")) return terms;
   if (config_.self_threshold <= 0) {
     terms.self = self_loss(weak_probs, index_select(strong_logits, rows_t), config_.tau_u, temp);
     return terms;

@@ -44,6 +44,11 @@ int64_t effective_kmeans_iters(const TrainConfig& c) {
   return c.method == "gcd" ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
 }
 
+bool mcdl_loss_enabled(const TrainConfig& c, const std::string& term) {
+  std::string list = "," + c.mcdl_losses + ",";
+  return list.find("," + term + ",") != std::string::npos;
+}
+
 std::vector<ConfigOption> config_options(TrainConfig& c) {
   return {
       {"data-root", "dataset folder (default: the dataset's usual location)", &c.data_root},
@@ -83,6 +88,8 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"mcdl-start", "epoch from which the MCDL losses apply (-1: paper 10% of the epochs, robust the teacher warm-up)",
        &c.mcdl_start},
       {"lambda", "weight of L_semi + L_self", &c.lambda},
+      {"mcdl-losses", "the DCL losses that train: a comma list of sup, semi, self, or none (ablations)",
+       &c.mcdl_losses},
       {"tau-s", "temperature of L_sup (-1: paper 0.04, robust 0.07)", &c.tau_s},
       {"sup-norm", "L_sup averaged over the high anchors (high: paper) or over labelled + high anchors with "
                    "SimGCD's SupCon weight (union: robust)", &c.sup_norm},
@@ -136,6 +143,15 @@ void validate_config(const TrainConfig& c) {
         c.mcdl_variant, "'");
   check(c.sup_norm.empty() || c.sup_norm == "high" || c.sup_norm == "union", "--sup-norm: expected high or union, got '",
         c.sup_norm, "'");
+  {
+    std::string rest = c.mcdl_losses == "none" ? "" : c.mcdl_losses + ",";
+    for (size_t comma; !rest.empty(); rest = rest.substr(comma + 1)) {
+      comma = rest.find(',');
+      const std::string term = rest.substr(0, comma);
+      check(term == "sup" || term == "semi" || term == "self", "--mcdl-losses: expected a comma list of sup, semi ",
+            "and self, or none, got '", c.mcdl_losses, "'");
+    }
+  }
   check(c.mcdl_ramp >= -1, "--mcdl-ramp must be -1 (the variant's) or at least 0");
   check(c.self_threshold == -1.0 || (c.self_threshold >= 0 && c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or -1: the variant's)");

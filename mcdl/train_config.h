@@ -53,6 +53,7 @@ struct TrainConfig {
   int64_t mu = 16;                     // memory bank length
   int64_t mcdl_start = -1;             // −1: the variant's (paper: 10% of the epochs; robust: the teacher warm-up)
   double lambda = 0.35;
+  std::string mcdl_losses = "sup,semi,self";  // which DCL losses train (ablations: a subset, or none)
   double tau_s = -1.0;                 // L_sup temperature (−1: the variant's: paper 0.04, robust 0.07)
   // The robust variant's safeguards, each also usable alone (−1 / "": the variant's value).
   std::string sup_norm;                // L_sup averaging: "high" (paper) or "union" (robust)
@@ -82,6 +83,8 @@ int64_t effective_mcdl_start(const TrainConfig& config);
 // The config with every MCDL setting left at −1 / "" replaced by the variant's value, so that
 // config.json records exactly what runs (checks the variant's name).
 TrainConfig with_variant_defaults(TrainConfig config);
+// Whether --mcdl-losses names `term` (sup, semi or self).
+bool mcdl_loss_enabled(const TrainConfig& config, const std::string& term);
 int64_t effective_kmeans_restarts(const TrainConfig& config);
 int64_t effective_kmeans_iters(const TrainConfig& config);
 

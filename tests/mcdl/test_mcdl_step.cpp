@@ -173,3 +173,23 @@ TEST_CASE("mcdl step: self-threshold keeps only the confident weak predictions, 
       3.0 / 6.0;
   CHECK(f.run(c).self.item() == doctest::Approx(expected).epsilon(1e-6));
 }
+
+TEST_CASE("mcdl step: --mcdl-losses leaves out exactly the terms it does not name") {
+  Fixture f;
+  TrainConfig c = step_config("paper");
+  const McdlTerms all = f.run(c);
+  c.mcdl_losses = "sup,self";
+  const McdlTerms no_semi = f.run(c);
+  CHECK(same_bits(no_semi.sup, all.sup));
+  CHECK(no_semi.semi.item() == 0.0);
+  CHECK(same_bits(no_semi.self, all.self));
+  c.mcdl_losses = "semi";
+  const McdlTerms semi_only = f.run(c);
+  CHECK(semi_only.sup.item() == 0.0);
+  CHECK(same_bits(semi_only.semi, all.semi));
+  CHECK(semi_only.self.item() == 0.0);
+  c.mcdl_losses = "none";
+  CHECK(f.run(c).semi.item() == 0.0);
+  c.mcdl_losses = "sup,mixup";
+  CHECK_THROWS_WITH(validate_config(c), doctest::Contains("--mcdl-losses"));
+}
