@@ -106,6 +106,8 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"keep-every", "also keep the checkpoint of every N-th epoch (0: only the last)", &c.keep_every},
       {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
       {"eval-subset", "evaluate on the first N unlabelled images only, for quick checks (0: all)", &c.eval_subset},
+      {"eval-every", "score every N-th epoch and the last one (0: the last only; the others' metrics are empty)",
+       &c.eval_every},
       {"progress", "progress bar on a terminal (true/false)", &c.progress},
       {"val-classes", "validation: hold out this many known classes (and half of the other known classes' "
                       "labelled images) as unlabelled images whose labels score the run (0: off)", &c.val_classes},
@@ -167,6 +169,7 @@ void validate_config(const TrainConfig& c) {
   check(c.head_init_std > 0, "--head-init-std must be positive");
   check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
   check(c.eval_subset >= 0, "--eval-subset must not be negative");
+  check(c.eval_every >= 0, "--eval-every must not be negative");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
   check((c.kmeans_restarts >= 1 || c.kmeans_restarts == -1) && (c.kmeans_iters >= 1 || c.kmeans_iters == -1),
         "--kmeans-restarts and --kmeans-iters must be positive (or -1: the method's value)");

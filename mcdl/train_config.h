@@ -71,6 +71,7 @@ struct TrainConfig {
   int64_t keep_every = 0;              // also keep every N-th epoch's checkpoint
   int64_t eval_batch_size = 256;
   int64_t eval_subset = 0;             // evaluate on the first N unlabelled images only (0: all)
+  int64_t eval_every = 1;              // score every N-th epoch and the last (0: the last only)
   bool progress = true;                // progress bar on a terminal
   // Validation inside the labelled set (README: "Choosing settings without the unlabelled labels").
   int64_t val_classes = 0;             // hold out this many known classes as validation-new classes

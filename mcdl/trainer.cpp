@@ -70,6 +70,7 @@ class Trainer {
   RunSummary run_kmeans();
   bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
   void evaluate(int64_t epoch, MetricsRow& row, bool final);
+  std::vector<std::string> evaluation_columns() const;
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
   void make_optimizer();
@@ -209,7 +210,26 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
   return log.finish(row);
 }
 
+// The columns evaluate() fills, in its order: an epoch that is not scored (--eval-every) gets them
+// empty, so every metrics row has the same columns.
+std::vector<std::string> Trainer::evaluation_columns() const {
+  std::vector<std::string> names = {"all", "old", "new"};
+  if (data_.dataset.balanced_accuracy) names.insert(names.end(), {"all_v2b", "old_v2b", "new_v2b"});
+  if (bank_weak_) names.insert(names.end(), {"high", "medium", "low", "high_pseudo_acc", "medium_pseudo_acc"});
+  if (data_.has_validation()) names.insert(names.end(), {"val_all", "val_old", "val_new"});
+  if (data_.has_validation() && bank_weak_)
+    names.insert(names.end(), {"val_high", "val_medium", "val_high_precision", "val_medium_precision"});
+  return names;
+}
+
 void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
+  if (!final && (config_.eval_every == 0 || (epoch + 1) % config_.eval_every != 0)) {
+    for (const std::string& name : evaluation_columns()) row.push_back({name, std::nan("")});
+    std::printf("epoch %lld/%lld  %s  lr %.5f\n", static_cast<long long>(epoch + 1),
+                static_cast<long long>(config_.epochs), loss_summary(row).c_str(), row[1].second);
+    std::fflush(stdout);
+    return;
+  }
   const std::vector<int64_t> predictions = eval_->predict(*model_);
   const KnownLabels known = known_labels(eval_truth_, predictions, eval_is_old_);
   const ClusterAccuracy acc = append_accuracy(row, known, data_.dataset.balanced_accuracy);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "data/decode.h"
 #include "engine/random.h"
@@ -208,6 +209,25 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
   CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,") !=
         std::string::npos);
   CHECK(read_text(out / "config.json").find("\"val-classes\": 1") != std::string::npos);
+
+  // Scoring only the last epoch (--eval-every 0) leaves the first epoch's metrics empty, keeps the
+  // columns, and changes nothing else: the last rows agree but for the time.
+  TrainConfig last_only = c;
+  last_only.out = (out / "last-only").string();
+  last_only.eval_every = 0;
+  run_training(last_only, false);
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line.substr(0, line.rfind(',')));
+    return out;
+  };
+  const std::vector<std::string> every = lines(csv), last = lines(read_text(fs::path(last_only.out) / "metrics.csv"));
+  REQUIRE(last.size() == 3);
+  CHECK(last[0] == every[0]);
+  CHECK(last[2] == every[2]);
+  CHECK(last[1] != every[1]);
+  CHECK(last[1].find(",nan,nan,nan,") != std::string::npos);
 
   c.val_classes = 3;
   CHECK_THROWS_WITH(load_training_data(c), doctest::Contains("use at most 2"));
