@@ -30,7 +30,7 @@ TrainConfig with_variant_defaults(TrainConfig c) {
   if (c.tau_s < 0) c.tau_s = robust ? 0.07 : 0.04;  // robust: SimGCD's SupCon temperature
   if (c.sup_norm.empty()) c.sup_norm = robust ? "union" : "high";
   if (c.mcdl_ramp < 0) c.mcdl_ramp = robust ? std::max<int64_t>(1, c.epochs / 10) : 0;
-  if (c.self_threshold < 0) c.self_threshold = robust ? 0.95 : 0.0;
+  if (c.self_threshold < 0) c.self_threshold = 0.0;  // robust too: the validation runs gained nothing from a mask
   return c;
 }
 
@@ -95,8 +95,8 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
                    "SimGCD's SupCon weight (union: robust)", &c.sup_norm},
       {"mcdl-ramp", "epochs over which the MCDL losses' weights rise linearly from 0 (-1: paper 0, robust 10% of "
                     "the epochs)", &c.mcdl_ramp},
-      {"self-threshold", "L_self only on samples whose weak prediction reaches this confidence (-1: paper 0, "
-                         "robust 0.95)", &c.self_threshold},
+      {"self-threshold", "L_self only on samples whose weak prediction reaches this confidence (-1: 0 in both "
+                         "variants)", &c.self_threshold},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
       {"gcd-head-out", "gcd: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},

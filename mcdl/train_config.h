@@ -58,7 +58,7 @@ struct TrainConfig {
   // The robust variant's safeguards, each also usable alone (−1 / "": the variant's value).
   std::string sup_norm;                // L_sup averaging: "high" (paper) or "union" (robust)
   int64_t mcdl_ramp = -1;              // epochs of the linear ramp of the MCDL losses' weights (paper 0)
-  double self_threshold = -1.0;        // L_self only where max p_w reaches this (paper 0)
+  double self_threshold = -1.0;        // L_self only where max p_w reaches this (−1: 0, both variants)
   double tau_u = 0.7;                  // sharpening temperature
   double mix_alpha = 0.5;              // MixMatch Beta(α, α)
   // GCD baseline (gcd_reference.md §3): the head MLP uses head_hidden / head_bottleneck / head_init_std.

@@ -34,7 +34,7 @@ declare -A config_args=(
   [robust-tau-0.04]="--method simgcd+mcdl --mcdl-variant robust --tau-s 0.04"
   [robust-norm-high]="--method simgcd+mcdl --mcdl-variant robust --sup-norm high"
   [robust-no-ramp]="--method simgcd+mcdl --mcdl-variant robust --mcdl-ramp 0"
-  [robust-no-threshold]="--method simgcd+mcdl --mcdl-variant robust --self-threshold 0"
+  [robust-threshold]="--method simgcd+mcdl --mcdl-variant robust --self-threshold 0.95"
   [robust-early-start]="--method simgcd+mcdl --mcdl-variant robust --mcdl-start PAPER_START"
   [robust-no-sup]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses semi,self"
   [robust-no-semi]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup,self"
@@ -42,7 +42,7 @@ declare -A config_args=(
   [robust-sup-only]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup"
 )
 configs=${STUDY_CONFIGS:-simgcd paper paper-no-sup paper-no-semi paper-no-self paper-sup-only robust robust-tau-0.04 \
-robust-norm-high robust-no-ramp robust-no-threshold robust-early-start robust-no-sup robust-no-semi robust-no-self \
+robust-norm-high robust-no-ramp robust-threshold robust-early-start robust-no-sup robust-no-semi robust-no-self \
 robust-sup-only}
 
 base="--data-root /usr/share/datasets/fashion-mnist --weights models/fmnist_vit.safetensors --image-size 28 \

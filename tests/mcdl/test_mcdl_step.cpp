@@ -80,7 +80,7 @@ TEST_CASE("mcdl variant: paper resolves to the spec's settings, robust to its sa
   CHECK(robust.tau_s == 0.07);
   CHECK(robust.sup_norm == "union");
   CHECK(robust.mcdl_ramp == 20);
-  CHECK(robust.self_threshold == 0.95);
+  CHECK(robust.self_threshold == 0.0);
   CHECK(robust.mcdl_start == 30);
   c.tau_s = 0.5;
   c.sup_norm = "high";
