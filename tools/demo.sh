@@ -34,7 +34,7 @@ fi
 # narrower (512 / 128) with its initial scale matched to ViT-B/16's (std 0.05 instead of 0.02).
 common="--data-root /usr/share/datasets/fashion-mnist --weights $weights --image-size 28 --max-train $max_train \
  --epochs 20 --batch-size 128 --warmup-teacher-epochs 3 --head-hidden 512 --head-bottleneck 128 \
- --head-init-std 0.05 --mu 4 --device $device --progress false"
+ --head-init-std 0.05 --mu 4 --device $device --progress false --eval-every 0"
 declare -A method_args=(
   [kmeans]="--method kmeans"
   [simgcd]="--method simgcd"
