@@ -1,6 +1,7 @@
 // Data movement for the shape ops: permuting axes and moving blocks along one axis (slice,
 // concat and their gradients) on raw host buffers.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -29,20 +30,34 @@ void permute(const T* src, T* dst, const int64_t* src_shape, const int64_t* perm
   for (int64_t d = rank - 2; d >= 0; --d) src_strides[d] = src_strides[d + 1] * src_shape[d + 1];
   for (int64_t d = 0; d < rank; ++d) dst_shape[d] = src_shape[perm[d]];
   // One dst row (the last dst axis) at a time; its elements are src_strides[perm.back()] apart.
+  // Rows go in blocks: the first row's source offset comes from its index, the next ones from
+  // an odometer over the dst axes (a division per axis per row cost more than the copy).
   const int64_t cols = dst_shape[rank - 1], col_stride = src_strides[perm[rank - 1]];
   int64_t rows = 1;
   for (int64_t d = 0; d < rank - 1; ++d) rows *= dst_shape[d];
-  parallel_rows(rows, cols, [&](int64_t r) {
+  constexpr int64_t block = 64;
+  parallel_rows((rows + block - 1) / block, block * cols, [&](int64_t b) {
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
     int64_t src_base = 0;
-    for (int64_t d = rank - 2, rest = r; d >= 0; --d) {
-      src_base += (rest % dst_shape[d]) * src_strides[perm[d]];
+    for (int64_t d = rank - 2, rest = b * block; d >= 0; --d) {
+      index[d] = rest % dst_shape[d];
+      src_base += index[d] * src_strides[perm[d]];
       rest /= dst_shape[d];
     }
-    T* out = dst + r * cols;
-    if (overwrite) {
-      for (int64_t c = 0; c < cols; ++c) out[c] = src[src_base + c * col_stride];
-    } else {
-      for (int64_t c = 0; c < cols; ++c) out[c] += src[src_base + c * col_stride];
+    const int64_t end = std::min(rows, (b + 1) * block);
+    for (int64_t r = b * block; r < end; ++r) {
+      T* out = dst + r * cols;
+      if (overwrite) {
+        for (int64_t c = 0; c < cols; ++c) out[c] = src[src_base + c * col_stride];
+      } else {
+        for (int64_t c = 0; c < cols; ++c) out[c] += src[src_base + c * col_stride];
+      }
+      for (int64_t d = rank - 2; d >= 0; --d) {  // next row: carry through the dst axes
+        src_base += src_strides[perm[d]];
+        if (++index[d] < dst_shape[d]) break;
+        src_base -= index[d] * src_strides[perm[d]];
+        index[d] = 0;
+      }
     }
   });
 }
