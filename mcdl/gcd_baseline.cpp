@@ -71,7 +71,7 @@ namespace {
 
 TrainConfig validated(TrainConfig config) {
   validate_config(config);
-  check(config.method == "gcd", "run_gcd_training: --method is '", config.method, "', not gcd");
+  check(parse_method(config.method) == Method::gcd, "run_gcd_training: --method is '", config.method, "', not gcd");
   return config;
 }
 

@@ -29,10 +29,9 @@ double mcdl_loss_weight(const TrainConfig& config, int64_t epoch) {
 
 McdlStep::McdlStep(const TrainConfig& config) : config_(with_variant_defaults(config)) {}
 
-McdlTerms McdlStep::run(SimGCDModel& model, const HeadOutput& weak_out, const Tensor& weak1, const Tensor& strong,
-                        const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
-                        const std::vector<int64_t>& bank_index, MemoryBank& bank_weak, MemoryBank& bank_strong,
-                        bool losses, int64_t epoch, int64_t iteration) {
+McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& bank_weak, MemoryBank& bank_strong,
+                        bool losses) {
+  const auto& [weak_out, weak1, strong, labels, labelled, bank_index, epoch, iteration] = batch;
   const Device device = weak1.device();
   const int64_t b = weak1.size(0);
   const double temp = config_.student_temp;

@@ -20,17 +20,27 @@ struct McdlTerms {
 // mcdl_start, then (epoch − start + 1)/(ramp + 1) until it reaches 1 after --mcdl-ramp epochs.
 double mcdl_loss_weight(const TrainConfig& config, int64_t epoch);
 
+// One batch as MCDL's step reads it. weak_out: the model's output on [weak1; weak2] (2B rows);
+// labels / labelled / bank_index per sample (bank_index: the slot in the banks, −1 for a
+// labelled sample); epoch and iteration key the MixMatch draw.
+struct McdlBatch {
+  const HeadOutput& weak_out;
+  const Tensor& weak1;
+  const Tensor& strong;
+  const std::vector<int64_t>& labels;
+  const std::vector<uint8_t>& labelled;
+  const std::vector<int64_t>& bank_index;
+  int64_t epoch, iteration;
+};
+
 class McdlStep {
  public:
   // Takes the config's MCDL settings with the variant's defaults filled in.
   explicit McdlStep(const TrainConfig& config);
-  // weak_out: the model's output on [weak1; weak2] (2B rows). bank_index[i]: the sample's slot
-  // in the banks, −1 for a labelled sample. With `losses` false (before mcdl_start) only the
-  // banks are updated and the strong view runs without a graph.
-  McdlTerms run(SimGCDModel& model, const HeadOutput& weak_out, const Tensor& weak1, const Tensor& strong,
-                const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
-                const std::vector<int64_t>& bank_index, MemoryBank& bank_weak, MemoryBank& bank_strong, bool losses,
-                int64_t epoch, int64_t iteration);
+  // With `losses` false (before mcdl_start) only the banks are updated and the strong view runs
+  // without a graph.
+  McdlTerms run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& bank_weak, MemoryBank& bank_strong,
+                bool losses);
 
  private:
   TrainConfig config_;

@@ -6,6 +6,14 @@
 
 namespace mcdl {
 
+Method parse_method(const std::string& name) {
+  if (name == "simgcd") return Method::simgcd;
+  if (name == "simgcd+mcdl") return Method::simgcd_mcdl;
+  if (name == "kmeans") return Method::kmeans;
+  if (name == "gcd") return Method::gcd;
+  fail("--method: expected simgcd, simgcd+mcdl, kmeans or gcd, got '", name, "'");
+}
+
 double effective_memax_weight(const TrainConfig& c) {
   if (c.memax_weight >= 0) return c.memax_weight;
   // SimGCD's scripts: CUB 2, CIFAR-100 4, every other dataset 1.
@@ -36,12 +44,12 @@ TrainConfig with_variant_defaults(TrainConfig c) {
 
 int64_t effective_kmeans_restarts(const TrainConfig& c) {
   if (c.kmeans_restarts >= 1) return c.kmeans_restarts;
-  return c.method == "gcd" ? 100 : 10;  // GCD's k_means.py script; sklearn's n_init
+  return parse_method(c.method) == Method::gcd ? 100 : 10;  // GCD's k_means.py script; sklearn's n_init
 }
 
 int64_t effective_kmeans_iters(const TrainConfig& c) {
   if (c.kmeans_iters >= 1) return c.kmeans_iters;
-  return c.method == "gcd" ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
+  return parse_method(c.method) == Method::gcd ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
 }
 
 bool mcdl_loss_enabled(const TrainConfig& c, const std::string& term) {
@@ -131,8 +139,7 @@ TrainConfig config_from_json_file(const std::string& path) {
 }
 
 void validate_config(const TrainConfig& c) {
-  check(c.method == "simgcd" || c.method == "simgcd+mcdl" || c.method == "kmeans" || c.method == "gcd",
-        "--method: expected simgcd, simgcd+mcdl, kmeans or gcd, got '", c.method, "'");
+  const Method method = parse_method(c.method);
   check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "--device: expected auto, cpu or cuda, got '",
         c.device, "'");
   check(c.epochs > 0, "--epochs must be positive");
@@ -158,7 +165,7 @@ void validate_config(const TrainConfig& c) {
   check(c.self_threshold == -1.0 || (c.self_threshold >= 0 && c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or -1: the variant's)");
   check(c.val_classes >= 0, "--val-classes must not be negative");
-  check(c.val_classes == 0 || c.method != "gcd", "--val-classes: the gcd method does not score validation images");
+  check(c.val_classes == 0 || method != Method::gcd, "--val-classes: the gcd method does not score validation images");
   check((c.tau_s > 0 || c.tau_s == -1.0) && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0 &&
             c.gcd_temperature > 0,
         "temperatures must be positive");

@@ -10,6 +10,11 @@
 
 namespace mcdl {
 
+// The training methods (--method), parsed once from the option's text.
+enum class Method { simgcd, simgcd_mcdl, kmeans, gcd };
+// "simgcd", "simgcd+mcdl", "kmeans" or "gcd"; the error names the choices.
+Method parse_method(const std::string& name);
+
 struct TrainConfig {
   // What to run.
   std::string dataset;                 // cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder

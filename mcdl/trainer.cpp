@@ -78,6 +78,7 @@ class Trainer {
   std::string append_validation(MetricsRow& row, const std::vector<int64_t>& predictions);
 
   TrainConfig config_;
+  Method method_;
   bool resume_;
   Device device_;
   RunDirectory run_;
@@ -103,6 +104,7 @@ TrainConfig validated(const TrainConfig& config) {
 
 Trainer::Trainer(TrainConfig config, bool resume)
     : config_(validated(std::move(config))),
+      method_(parse_method(config_.method)),
       resume_(resume),
       device_(select_device(config_.device)),
       run_(config_.out),
@@ -118,7 +120,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
   loss_config_.epochs = config_.epochs;
   loss_config_.memax_weight = effective_memax_weight(config_);
   loss_config_.sup_weight = config_.sup_weight;
-  if (config_.method == "simgcd+mcdl") {
+  if (method_ == Method::simgcd_mcdl) {
     const int64_t n = static_cast<int64_t>(data_.unlabelled.size());
     bank_weak_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
     bank_strong_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
@@ -149,7 +151,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
 }
 
 RunSummary Trainer::run() {
-  if (config_.method == "kmeans") return run_kmeans();
+  if (method_ == Method::kmeans) return run_kmeans();
   RunSummary summary = run_epochs(
       config_, device_, *optimizer_, run_, progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
@@ -160,7 +162,7 @@ RunSummary Trainer::run() {
 }
 
 bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
-  const bool mcdl = config_.method == "simgcd+mcdl";
+  const bool mcdl = method_ == Method::simgcd_mcdl;
   const double mcdl_weight = mcdl ? mcdl_loss_weight(config_, epoch) : 0.0;
   const bool mcdl_losses = mcdl_weight > 0;
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
@@ -187,8 +189,8 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     Tensor total = simgcd.total;
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
-      const McdlTerms extra = mcdl_step.run(*model_, out, weak1, batch.views[2], meta.labels, meta.labelled,
-                                            meta.bank_index, *bank_weak_, *bank_strong_, mcdl_losses, epoch, it);
+      const McdlBatch step_batch{out, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
+      const McdlTerms extra = mcdl_step.run(*model_, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
       if (mcdl_weight == 1.0) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
       else if (mcdl_losses) total = total + (extra.sup + (extra.semi + extra.self) * config_.lambda) * mcdl_weight;
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
@@ -357,7 +359,7 @@ TrainConfig resume_config(const std::string& run_dir) {
 }
 
 RunSummary run_training(const TrainConfig& config, bool resume) {
-  if (config.method == "gcd") return run_gcd_training(config, resume);
+  if (parse_method(config.method) == Method::gcd) return run_gcd_training(config, resume);
   Trainer trainer(config, resume);
   return trainer.run();
 }

@@ -46,7 +46,7 @@ struct Fixture {
   McdlTerms run(const TrainConfig& config) {
     MemoryBank weak(kBatch - kLabelled, kClasses, config.mu), strong(kBatch - kLabelled, kClasses, config.mu);
     const HeadOutput out = model.forward(concat({images, images}, 0));
-    return McdlStep(config).run(model, out, images, images, labels, labelled, bank_index, weak, strong, true, 0, 0);
+    return McdlStep(config).run(model, {out, images, images, labels, labelled, bank_index, 0, 0}, weak, strong, true);
   }
 };
 
