@@ -98,7 +98,7 @@ void GradSink::add(size_t input, const Tensor& gradient) {
 
 void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode) {
   check(dst.shape() == src.shape() && dst.dtype() == src.dtype() && dst.device() == src.device(),
-        "accumulate_into: gradient ", src.str(), " does not match buffer ", dst.str());
+        "accumulate_into: gradient ", src, " does not match buffer ", dst);
   dispatch_floating(dst.dtype(), "accumulate_into", [&](auto zero) {
     using T = decltype(zero);
     T* out = static_cast<T*>(dst.raw_data());

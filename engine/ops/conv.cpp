@@ -16,19 +16,19 @@ std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::im2col_gemm};
 PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
   check_floating("conv2d_patch", x);
-  check(x.dim() == 4, "conv2d_patch: x must be [B, C, H, W], got ", x.str());
+  check(x.dim() == 4, "conv2d_patch: x must be [B, C, H, W], got ", x);
   check(weight.dim() == 4 && weight.size(2) == weight.size(3) && weight.size(2) > 0,
-        "conv2d_patch: weight must be [O, C, P, P] with P > 0, got ", weight.str());
-  check(weight.size(1) == x.size(1), "conv2d_patch: weight ", weight.str(), " expects ", weight.size(1),
-        " input channels but x is ", x.str());
-  check(x.numel() > 0 && weight.numel() > 0, "conv2d_patch: empty input ", x.str(), " or weight ", weight.str());
+        "conv2d_patch: weight must be [O, C, P, P] with P > 0, got ", weight);
+  check(weight.size(1) == x.size(1), "conv2d_patch: weight ", weight, " expects ", weight.size(1),
+        " input channels but x is ", x);
+  check(x.numel() > 0 && weight.numel() > 0, "conv2d_patch: empty input ", x, " or weight ", weight);
   const int64_t p = weight.size(2);
-  check(x.size(2) % p == 0 && x.size(3) % p == 0, "conv2d_patch: height and width of x ", x.str(),
+  check(x.size(2) % p == 0 && x.size(3) % p == 0, "conv2d_patch: height and width of x ", x,
         " must be divisible by the patch size ", p);
   if (bias.defined()) {
     check_same_dtype_device("conv2d_patch", x, bias);
-    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d_patch: bias ", bias.str(), " does not fit weight ",
-          weight.str());
+    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d_patch: bias ", bias, " does not fit weight ",
+          weight);
   }
   return {x.size(0), x.size(1), x.size(2), x.size(3), p};
 }

@@ -182,7 +182,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
     case DeviceType::cuda:
       check(layout.kind != BroadcastLayout::Kind::strided ||
                 static_cast<int64_t>(layout.out.size()) <= cuda::max_broadcast_rank,
-            op, ": broadcasting ", a.str(), " with ", b.str(), " has more than ", cuda::max_broadcast_rank,
+            op, ": broadcasting ", a, " with ", b, " has more than ", cuda::max_broadcast_rank,
             " dimensions, the most the cuda kernels take");
       dispatch_floating(a.dtype(), op, [&](auto zero) {
         using T = decltype(zero);
@@ -263,8 +263,9 @@ Shape broadcast_shape(const char* op, const Shape& a, const Shape& b) {
   const Shape pa = left_padded(a, rank), pb = left_padded(b, rank);
   Shape out(rank);
   for (size_t d = 0; d < rank; ++d) {
-    check(pa[d] == pb[d] || pa[d] == 1 || pb[d] == 1, op, ": cannot broadcast shapes ", shape_str(a), " and ",
-          shape_str(b), ": sizes ", pa[d], " and ", pb[d], " differ and neither is 1");
+    if (pa[d] != pb[d] && pa[d] != 1 && pb[d] != 1)
+      fail(op, ": cannot broadcast shapes ", shape_str(a), " and ", shape_str(b), ": sizes ", pa[d], " and ", pb[d],
+           " differ and neither is 1");
     out[d] = pa[d] == 1 ? pb[d] : pa[d];
   }
   return out;

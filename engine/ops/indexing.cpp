@@ -125,8 +125,8 @@ Tensor select_masked_rows(const char* op, const Tensor& x, const Tensor& mask, i
 void check_mask(const char* op, const Tensor& x, const Tensor& mask) {
   check_defined(op, x, "x");
   check_defined(op, mask, "mask");
-  check(mask.dtype() == DType::u8, op, ": mask must be u8, got ", mask.str());
-  check(mask.device() == x.device(), op, ": device mismatch between ", x.str(), " and mask ", mask.str());
+  check(mask.dtype() == DType::u8, op, ": mask must be u8, got ", mask);
+  check(mask.device() == x.device(), op, ": device mismatch between ", x, " and mask ", mask);
 }
 
 }  // namespace
@@ -134,12 +134,11 @@ void check_mask(const char* op, const Tensor& x, const Tensor& mask) {
 Tensor index_select(const Tensor& x, const Tensor& indices) {
   check_defined("index_select", x, "x");
   check_defined("index_select", indices, "indices");
-  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x.str());
+  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
   check(indices.dtype() == DType::i64 || indices.dtype() == DType::i32,
-        "index_select: indices must be i64 or i32, got ", indices.str());
-  check(indices.dim() == 1, "index_select: indices must be 1-D, got ", indices.str());
-  check(indices.device() == x.device(), "index_select: device mismatch between ", x.str(), " and indices ",
-        indices.str());
+        "index_select: indices must be i64 or i32, got ", indices);
+  check(indices.dim() == 1, "index_select: indices must be 1-D, got ", indices);
+  check(indices.device() == x.device(), "index_select: device mismatch between ", x, " and indices ", indices);
   const int64_t rows = x.size(0), count = indices.size(0);
   const int64_t row = shape_numel(Shape(x.shape().begin() + 1, x.shape().end()));
   Shape out_shape = x.shape();
@@ -210,14 +209,14 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
   check_mask("masked_select", x, mask);
-  check(mask.shape() == x.shape(), "masked_select: mask ", mask.str(), " does not match x ", x.str());
+  check(mask.shape() == x.shape(), "masked_select: mask ", mask, " does not match x ", x);
   return select_masked_rows("masked_select", x, mask, x.numel(), {});
 }
 
 Tensor masked_select_rows(const Tensor& x, const Tensor& mask) {
   check_mask("masked_select_rows", x, mask);
-  check(x.dim() >= 1 && mask.dim() == 1 && mask.size(0) == x.size(0), "masked_select_rows: mask ", mask.str(),
-        " must be [N] for x ", x.str(), " [N, ...]");
+  check(x.dim() >= 1 && mask.dim() == 1 && mask.size(0) == x.size(0), "masked_select_rows: mask ", mask,
+        " must be [N] for x ", x, " [N, ...]");
   return select_masked_rows("masked_select_rows", x, mask, x.size(0), Shape(x.shape().begin() + 1, x.shape().end()));
 }
 

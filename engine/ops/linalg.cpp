@@ -19,14 +19,13 @@ struct MatmulDims {
 MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
   check_same_dtype_device("matmul", a, b);
   check_floating("matmul", a);
-  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both inputs need at least 2 dimensions, got ", a.str(), " and ",
-        b.str());
+  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both inputs need at least 2 dimensions, got ", a, " and ", b);
   MatmulDims d{1, a.size(-2), a.size(-1), b.size(-1), b.dim() == 2};
-  check(b.size(-2) == d.k, "matmul: inner dimensions differ: ", a.str(), " · ", b.str());
+  check(b.size(-2) == d.k, "matmul: inner dimensions differ: ", a, " · ", b);
   if (!d.shared_b) {
     check(a.dim() == b.dim() && Shape(a.shape().begin(), a.shape().end() - 2) ==
                                     Shape(b.shape().begin(), b.shape().end() - 2),
-          "matmul: batch dimensions differ: ", a.str(), " · ", b.str());
+          "matmul: batch dimensions differ: ", a, " · ", b);
   }
   for (int64_t i = 0; i < a.dim() - 2; ++i) d.batch *= a.size(i);
   return d;
@@ -76,13 +75,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("linear", x, weight);
   check_floating("linear", x);
-  check(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x.str(),
-        " does not fit weight ", weight.str(), " (expected weight [out, ", x.dim() >= 1 ? x.size(-1) : 0, "])");
+  check(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x,
+        " does not fit weight ", weight, " (expected weight [out, ", x.dim() >= 1 ? x.size(-1) : 0, "])");
   const int64_t in = weight.size(1), out_features = weight.size(0), rows = x.numel() / in;
   if (bias.defined()) {
     check_same_dtype_device("linear", x, bias);
-    check(bias.dim() == 1 && bias.size(0) == out_features, "linear: bias ", bias.str(), " does not fit weight ",
-          weight.str());
+    check(bias.dim() == 1 && bias.size(0) == out_features, "linear: bias ", bias, " does not fit weight ", weight);
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;

@@ -11,8 +11,8 @@ namespace {
 // logits [N, C] with N > 0 (the mean of an empty batch is undefined).
 void check_logits(const char* op, const Tensor& logits) {
   check_floating(op, logits);
-  check(logits.dim() == 2, op, ": logits must be [N, C], got ", logits.str());
-  check(logits.size(0) > 0 && logits.size(1) > 0, op, ": logits ", logits.str(),
+  check(logits.dim() == 2, op, ": logits must be [N, C], got ", logits);
+  check(logits.size(0) > 0 && logits.size(1) > 0, op, ": logits ", logits,
         " are empty; the mean over no samples is undefined");
 }
 
@@ -57,10 +57,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   check_logits("cross_entropy", logits);
   check_defined("cross_entropy", targets, "targets");
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets.str(), " do not match logits ",
-        logits.str(), " (expected [", rows, "])");
-  check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits.str(), " and ",
-        targets.str());
+  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets, " do not match logits ",
+        logits, " (expected [", rows, "])");
+  check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits, " and ", targets);
   Tensor out = empty({}, logits.dtype(), logits.device());
   Tensor lse = empty({rows}, logits.dtype(), logits.device());
   switch (logits.device().type) {
@@ -116,8 +115,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
 Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
   check_logits("cross_entropy_soft", logits);
   check_same_dtype_device("cross_entropy_soft", logits, target_probs);
-  check(target_probs.shape() == logits.shape(), "cross_entropy_soft: target_probs ", target_probs.str(),
-        " do not match logits ", logits.str());
+  check(target_probs.shape() == logits.shape(), "cross_entropy_soft: target_probs ", target_probs,
+        " do not match logits ", logits);
   const int64_t rows = logits.size(0), classes = logits.size(1);
   Tensor out = empty({}, logits.dtype(), logits.device());
   Tensor lse = empty({rows}, logits.dtype(), logits.device());
@@ -166,8 +165,8 @@ Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
 Tensor mse_loss(const Tensor& a, const Tensor& b) {
   check_floating("mse_loss", a);
   check_same_dtype_device("mse_loss", a, b);
-  check(a.shape() == b.shape(), "mse_loss: shapes differ: ", a.str(), " vs ", b.str());
-  check(a.numel() > 0, "mse_loss: inputs ", a.str(), " are empty; the mean over no elements is undefined");
+  check(a.shape() == b.shape(), "mse_loss: shapes differ: ", a, " vs ", b);
+  check(a.numel() > 0, "mse_loss: inputs ", a, " are empty; the mean over no elements is undefined");
   const int64_t n = a.numel();
   Tensor out = empty({}, a.dtype(), a.device());
   switch (a.device().type) {

@@ -18,7 +18,7 @@ struct Rows {
 
 Rows last_dim_rows(const char* op, const Tensor& x) {
   check_floating(op, x);
-  check(x.dim() >= 1, op, ": expected a tensor with at least 1 dimension, got ", x.str());
+  check(x.dim() >= 1, op, ": expected a tensor with at least 1 dimension, got ", x);
   const int64_t d = x.size(-1);
   return {d == 0 ? 0 : x.numel() / d, d};
 }
@@ -67,13 +67,13 @@ Tensor gelu(const Tensor& x) {
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   const Rows s = last_dim_rows("layer_norm", x);
-  check(s.d > 0, "layer_norm: the last dimension of input ", x.str(), " is empty");
+  check(s.d > 0, "layer_norm: the last dimension of input ", x, " is empty");
   check(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
   for (const auto& [param, name] : {std::pair{gamma, "gamma"}, std::pair{beta, "beta"}}) {
     if (!param.defined()) continue;
     check_same_dtype_device("layer_norm", x, param);
-    check(param.shape() == Shape{s.d}, "layer_norm: ", name, " ", param.str(),
-          " does not match the last dimension of input ", x.str(), " (expected [", s.d, "])");
+    check(param.shape() == Shape{s.d}, "layer_norm: ", name, " ", param,
+          " does not match the last dimension of input ", x, " (expected [", s.d, "])");
   }
   Tensor out = empty(x.shape(), x.dtype(), x.device());
   Tensor mean = row_stats(x, s.rows), rstd = row_stats(x, s.rows);
@@ -229,12 +229,12 @@ Tensor l2_normalize(const Tensor& x, double eps) {
 Tensor weight_norm(const Tensor& v, const Tensor& g) {
   check_floating("weight_norm", v);
   check_same_dtype_device("weight_norm", v, g);
-  check(v.dim() >= 2, "weight_norm: v must have at least 2 dimensions [out, in, ...], got ", v.str());
+  check(v.dim() >= 2, "weight_norm: v must have at least 2 dimensions [out, in, ...], got ", v);
   const int64_t rows = v.size(0), d = v.numel() / std::max<int64_t>(rows, 1);
   Shape keep_dims(static_cast<size_t>(v.dim()), 1);  // PyTorch's weight_g shape [out, 1, ..., 1]
   keep_dims[0] = rows;
-  check(g.shape() == Shape{rows} || g.shape() == keep_dims, "weight_norm: g ", g.str(), " does not fit v ", v.str(),
-        " (expected [", rows, "] or ", shape_str(keep_dims), ")");
+  if (g.shape() != Shape{rows} && g.shape() != keep_dims)
+    fail("weight_norm: g ", g, " does not fit v ", v, " (expected [", rows, "] or ", shape_str(keep_dims), ")");
   Tensor out = empty(v.shape(), v.dtype(), v.device());
   Tensor norm = row_stats(v, rows);
   dispatch_floating(v.dtype(), "weight_norm", [&](auto zero) {

@@ -18,7 +18,7 @@ struct ReduceGeometry {
 
 ReduceGeometry all_geometry(const char* op, const Tensor& a) {
   check_floating(op, a);
-  check(a.numel() > 0, op, ": empty reduction: ", a.str(), " has no elements");
+  check(a.numel() > 0, op, ": empty reduction: ", a, " has no elements");
   return {1, a.numel(), 1, {}};
 }
 
@@ -31,7 +31,7 @@ ReduceGeometry axis_geometry(const char* op, const Tensor& a, int64_t axis, bool
   for (int64_t i = 0; i < d; ++i) geo.outer *= a.size(i);
   geo.len = a.size(d);
   for (int64_t i = d + 1; i < rank; ++i) geo.inner *= a.size(i);
-  check(geo.len > 0, op, ": empty reduction over axis ", axis, " of ", a.str());
+  check(geo.len > 0, op, ": empty reduction over axis ", axis, " of ", a);
   if (keepdim) {
     geo.out_shape[static_cast<size_t>(d)] = 1;
   } else {

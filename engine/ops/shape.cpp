@@ -37,7 +37,7 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
       break;
     case DeviceType::cuda:
       check(rank <= cuda::max_permute_rank, op, ": the CUDA kernel takes at most ", cuda::max_permute_rank,
-            " axes, got ", x.str());
+            " axes, got ", x);
       dispatch_any(x.dtype(), [&](auto zero) {
         using Bits = cpu::bits_of<decltype(zero)>;
         cuda::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
@@ -74,21 +74,22 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   int64_t inferred = -1, known = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
-      check(inferred < 0, "reshape: at most one dimension may be -1, got ", shape_str(shape));
+      if (inferred >= 0) fail("reshape: at most one dimension may be -1, got ", shape_str(shape));
       inferred = static_cast<int64_t>(d);
     } else {
-      check(shape[d] >= 0, "reshape: invalid dimension ", shape[d], " in ", shape_str(shape));
+      if (shape[d] < 0) fail("reshape: invalid dimension ", shape[d], " in ", shape_str(shape));
       known *= shape[d];
     }
   }
   if (inferred >= 0) {
     // PyTorch refuses this too: with zero known elements the -1 could be any size.
-    check(known != 0, "reshape: cannot infer the -1 in ", shape_str(shape), " for ", x.str(),
-          ": the other dimensions hold zero elements");
+    if (known == 0)
+      fail("reshape: cannot infer the -1 in ", shape_str(shape), " for ", x,
+           ": the other dimensions hold zero elements");
     resolved[inferred] = x.numel() / known;
   }
-  check(shape_numel(resolved) == x.numel(), "reshape: cannot reshape ", x.str(), " (", x.numel(), " elements) into ",
-        shape_str(shape));
+  if (shape_numel(resolved) != x.numel())
+    fail("reshape: cannot reshape ", x, " (", x.numel(), " elements) into ", shape_str(shape));
   Tensor out = view_of(x, resolved, x.storage_offset());
   record(out, "reshape", {x}, [x_shape = x.shape()](const Tensor& g, GradSink& sink) {
     sink.add(0, view_of(g, x_shape, g.storage_offset()));
@@ -98,14 +99,14 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   check_defined("permute", x);
-  check(static_cast<int64_t>(dims.size()) == x.dim(), "permute: dims ", shape_str(dims), " do not match the rank of ",
-        x.str());
+  if (static_cast<int64_t>(dims.size()) != x.dim())
+    fail("permute: dims ", shape_str(dims), " do not match the rank of ", x);
   std::vector<int64_t> perm;
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : dims) {
     const int64_t axis = normalize_axis("permute", d, x.dim());
-    check(!seen[axis], "permute: dims ", shape_str(dims), " name axis ", axis,
-          " twice; not a permutation of the axes of ", x.str());
+    if (seen[axis])
+      fail("permute: dims ", shape_str(dims), " name axis ", axis, " twice; not a permutation of the axes of ", x);
     seen[axis] = true;
     perm.push_back(axis);
   }
@@ -185,7 +186,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     check_same_dtype_device("concat", first, t);
     bool fits = t.dim() == first.dim();
     for (int64_t d = 0; fits && d < t.dim(); ++d) fits = d == a || t.shape()[d] == first.shape()[d];
-    check(fits, "concat: tensor ", i, " ", t.str(), " does not match tensor 0 ", first.str(), " outside axis ", axis);
+    check(fits, "concat: tensor ", i, " ", t, " does not match tensor 0 ", first, " outside axis ", axis);
     lengths.push_back(t.shape()[a]);
     out_shape[a] += t.shape()[a];
   }
