@@ -3,8 +3,10 @@
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/indexing.h"
+#include "kernels/cpu/memory_bank.h"
 #include "kernels/cpu/shape.h"
 #include "kernels/cuda/indexing.h"
+#include "kernels/cuda/memory_bank.h"
 
 namespace mcdl {
 namespace {
@@ -24,7 +26,7 @@ void dispatch_index(const char* op, const Tensor& indices, F&& f) {
   }
 }
 
-// The element at `position` of a device tensor, read back to the host.
+// The element at `position` of a tensor on any device, read back to the host.
 template <class T>
 T read_back(const Tensor& t, int64_t position) {
   return view_of(t, {1}, t.storage_offset() + position).to(Device::cpu()).data<T>()[0];
@@ -131,6 +133,29 @@ void check_mask(const char* op, const Tensor& x, const Tensor& mask) {
 
 }  // namespace
 
+int64_t first_invalid_index(const Tensor& indices, int64_t rows) {
+  const int64_t count = indices.numel();
+  int64_t bad = -1;
+  dispatch_index("first_invalid_index", indices, [&](auto index_zero) {
+    using I = decltype(index_zero);
+    switch (indices.device().type) {
+      case DeviceType::cpu:
+        bad = cpu::first_invalid_index(indices.data<I>(), count, rows);
+        break;
+      case DeviceType::cuda: {
+        if (count == 0) break;
+        // Only the position comes back (one device scalar), not the indices.
+        Tensor first_invalid = empty({1}, DType::i64, indices.device());
+        cuda::first_invalid_index(indices.ptr<I>(), count, rows, first_invalid.ptr<int64_t>());
+        const int64_t position = read_back<int64_t>(first_invalid, 0);
+        if (position < count) bad = position;
+        break;
+      }
+    }
+  });
+  return bad;
+}
+
 Tensor index_select(const Tensor& x, const Tensor& indices) {
   check_defined("index_select", x, "x");
   check_defined("index_select", indices, "indices");
@@ -144,39 +169,26 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
   Shape out_shape = x.shape();
   out_shape[0] = count;
   Tensor out = empty(out_shape, x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_index("index_select", indices, [&](auto index_zero) {
-        using I = decltype(index_zero);
-        const I* idx = indices.data<I>();
-        const int64_t bad = cpu::first_invalid_index(idx, count, rows);
-        if (bad >= 0)
-          fail("index_select: index ", idx[bad], " at position ", bad, " is out of range for ", rows, " rows of ",
-               x.str());
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
-          cpu::gather_rows(static_cast<const Bits*>(x.raw_data()), idx, static_cast<Bits*>(out.raw_data()), count, row);
-        });
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_index("index_select", indices, [&](auto index_zero) {
-        using I = decltype(index_zero);
-        // Only the position of the first bad index comes back (a device flag), not the indices.
-        Tensor first_invalid = empty({1}, DType::i64, x.device());
-        cuda::first_invalid_index(indices.ptr<I>(), count, rows, first_invalid.ptr<int64_t>());
-        const int64_t bad = read_back<int64_t>(first_invalid, 0);
-        if (bad < count)
-          fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
-               " rows of ", x.str());
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
+  dispatch_index("index_select", indices, [&](auto index_zero) {
+    using I = decltype(index_zero);
+    const int64_t bad = first_invalid_index(indices, rows);
+    if (bad >= 0)
+      fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
+           " rows of ", x);
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using Bits = cpu::bits_of<decltype(zero)>;
+      switch (x.device().type) {
+        case DeviceType::cpu:
+          cpu::gather_rows(static_cast<const Bits*>(x.raw_data()), indices.ptr<I>(),
+                           static_cast<Bits*>(out.raw_data()), count, row);
+          break;
+        case DeviceType::cuda:
           cuda::gather_rows(static_cast<const Bits*>(x.raw_data()), indices.ptr<I>(),
                             static_cast<Bits*>(out.raw_data()), count, row);
-        });
-      });
-      break;
-  }
+          break;
+      }
+    });
+  });
   record(out, "index_select", {x}, [indices, rows, count, row](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "index_select", [&](auto zero) {
       using T = decltype(zero);
@@ -218,6 +230,26 @@ Tensor masked_select_rows(const Tensor& x, const Tensor& mask) {
   check(x.dim() >= 1 && mask.dim() == 1 && mask.size(0) == x.size(0), "masked_select_rows: mask ", mask,
         " must be [N] for x ", x, " [N, ...]");
   return select_masked_rows("masked_select_rows", x, mask, x.size(0), Shape(x.shape().begin() + 1, x.shape().end()));
+}
+
+Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype) {
+  check(classes.defined() && classes.dtype() == DType::i64 && classes.dim() == 1,
+        "one_hot: classes must be i64 [n], got ", classes);
+  check(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
+  const int64_t n = classes.numel();
+  Tensor out = empty({n, num_classes}, dtype, classes.device());
+  dispatch_floating(dtype, "one_hot", [&](auto zero) {
+    using T = decltype(zero);
+    const int64_t bad = first_invalid_index(classes, num_classes);
+    if (bad >= 0)
+      fail("one_hot: class ", view_of(classes, {1}, classes.storage_offset() + bad).item(), " at position ", bad,
+           " is outside [0, ", num_classes, ")");
+    switch (classes.device().type) {
+      case DeviceType::cpu: cpu::one_hot(classes.ptr<int64_t>(), n, num_classes, out.ptr<T>()); break;
+      case DeviceType::cuda: cuda::one_hot(classes.ptr<int64_t>(), n, num_classes, out.ptr<T>()); break;
+    }
+  });
+  return out;
 }
 
 }  // namespace mcdl
