@@ -3,9 +3,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cuda/copy.h"
 
 namespace mcdl {
 namespace {
@@ -103,10 +102,7 @@ void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode) {
     using T = decltype(zero);
     T* out = static_cast<T*>(dst.raw_data());
     const T* in = static_cast<const T*>(src.raw_data());
-    switch (dst.device().type) {
-      case DeviceType::cpu: cpu::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
-      case DeviceType::cuda: cuda::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
-    }
+    on_device(dst.device(), [&](auto k) { k.accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); });
   });
 }
 

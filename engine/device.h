@@ -1,4 +1,4 @@
-// Where a tensor's storage lives. Ops dispatch on this field with a plain switch.
+// Where a tensor's storage lives. Ops pick their kernels from it through engine/backend.h.
 #pragma once
 #include <ostream>
 #include <string>

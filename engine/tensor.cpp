@@ -1,13 +1,10 @@
 #include "engine/tensor.h"
 
-#include <cstring>
 #include <sstream>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cuda/copy.h"
-#include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 
@@ -139,10 +136,7 @@ Tensor Tensor::to(DType target) const {
       using Dst = decltype(dst_zero);
       const Src* src = static_cast<const Src*>(raw_data());
       Dst* dst = static_cast<Dst*>(out.raw_data());
-      switch (device().type) {
-        case DeviceType::cpu: cpu::convert(src, dst, numel()); break;
-        case DeviceType::cuda: cuda::convert(src, dst, numel()); break;
-      }
+      on_device(device(), [&](auto k) { k.convert(src, dst, numel()); });
     });
   });
   return out;
@@ -151,10 +145,7 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = empty(shape(), dtype(), device());
-  switch (device().type) {
-    case DeviceType::cpu: std::memcpy(out.raw_data(), raw_data(), nbytes()); break;
-    case DeviceType::cuda: cuda::copy_device_to_device(out.raw_data(), raw_data(), nbytes()); break;
-  }
+  on_device(device(), [&](auto k) { k.copy_device_to_device(out.raw_data(), raw_data(), nbytes()); });
   return out;
 }
 
@@ -173,10 +164,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   dispatch_any(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* dst = static_cast<T*>(out.raw_data());
-    switch (device.type) {
-      case DeviceType::cpu: cpu::fill(dst, from_double_value<T>(value), out.numel()); break;
-      case DeviceType::cuda: cuda::fill(dst, from_double_value<T>(value), out.numel()); break;
-    }
+    on_device(device, [&](auto k) { k.fill(dst, from_double_value<T>(value), out.numel()); });
   });
   return out;
 }

@@ -4,7 +4,6 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
-#include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
@@ -93,21 +92,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      out_features, GradMode::Overwrite);
       return;
     }
-    switch (device.type) {
-      case DeviceType::cpu:
-        // The bias is the GEMM's starting value (beta = 1): one pass over the output, not two.
-        cpu::broadcast_rows(bias.ptr<T>(), out.ptr<T>(), rows, out_features);
-        single_gemm<T>(device, false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in,
-                       out.ptr<T>(), out_features, GradMode::Accumulate);
-        break;
-      case DeviceType::cuda:
-        // cuBLASLt adds the bias in the GEMM's epilogue: the output is written once, never read
-        // (for 768->2304 at 128·197 rows, 232 MB not written by a broadcast nor read back).
-        cuda::gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(),
-                        out.ptr<T>(),
-                        matmul_precision() == MatmulPrecision::tf32 ? cuda::GemmMode::tf32 : cuda::GemmMode::fp32);
-        break;
-    }
+    // On CUDA, cuBLASLt adds the bias in the GEMM's epilogue: the output is written once, never
+    // read (for 768->2304 at 128·197 rows, 232 MB not written by a broadcast nor read back).
+    on_device(device, [&](auto k) {
+      k.gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(), out.ptr<T>(),
+                  gemm_mode());
+    });
   });
   record(out, "linear", {x, weight, bias}, [x, weight, rows, in, out_features](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "linear backward", [&](auto zero) {
@@ -127,10 +117,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (sink.needed(2)) {  // db = column sums of G
         Tensor& db = sink.buffer(2, mode);
         const bool overwrite = mode == GradMode::Overwrite;
-        switch (device.type) {
-          case DeviceType::cpu: cpu::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
-          case DeviceType::cuda: cuda::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
-        }
+        on_device(device, [&](auto k) { k.column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); });
       }
     });
   });

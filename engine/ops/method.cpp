@@ -1,7 +1,6 @@
 #include "engine/ops/method.h"
 
-#include "kernels/cpu/memory_bank.h"
-#include "kernels/cuda/memory_bank.h"
+#include "engine/backend.h"
 
 namespace mcdl {
 namespace {
@@ -29,38 +28,23 @@ void bank_update(BankRings& rings, const Tensor& samples, const Tensor& probs) {
   check(probs.defined() && probs.dtype() == DType::f32 && probs.dim() == 2 && probs.size(0) == n &&
             probs.size(1) == classes && probs.device() == samples.device(),
         "bank_update: probs must be f32 [", n, ", ", classes, "] on ", samples.device(), ", got ", probs);
-  switch (samples.device().type) {
-    case DeviceType::cpu:
-      cpu::bank_update(samples.ptr<int64_t>(), probs.ptr<float>(), n, classes, ring_length(rings),
-                       rings.classes.ptr<int32_t>(), rings.probs.ptr<float>(), rings.position.ptr<int64_t>(),
-                       rings.filled.ptr<int64_t>());
-      break;
-    case DeviceType::cuda: {
-      Tensor scratch = empty({cuda::bank_update_scratch_per_row * n}, DType::i64, samples.device());
-      cuda::bank_update(samples.ptr<int64_t>(), probs.ptr<float>(), n, classes, ring_length(rings),
-                        rings.classes.ptr<int32_t>(), rings.probs.ptr<float>(), rings.position.ptr<int64_t>(),
-                        rings.filled.ptr<int64_t>(), scratch.ptr<int64_t>());
-      break;
-    }
-  }
+  on_device(samples.device(), [&](auto k) {
+    Tensor scratch = empty({k.bank_update_scratch_per_row * n}, DType::i64, samples.device());
+    k.bank_update(samples.ptr<int64_t>(), probs.ptr<float>(), n, classes, ring_length(rings),
+                  rings.classes.ptr<int32_t>(), rings.probs.ptr<float>(), rings.position.ptr<int64_t>(),
+                  rings.filled.ptr<int64_t>(), scratch.ptr<int64_t>());
+  });
 }
 
 Consistency bank_consistency(const BankRings& rings, const Tensor& samples) {
   check_samples("bank_consistency", rings, samples);
   const int64_t n = samples.numel();
   Consistency out{empty({n}, DType::i64, samples.device()), empty({n}, DType::i64, samples.device())};
-  switch (samples.device().type) {
-    case DeviceType::cpu:
-      cpu::bank_consistency(samples.ptr<int64_t>(), n, ring_length(rings), rings.classes.ptr<int32_t>(),
-                            rings.position.ptr<int64_t>(), rings.filled.ptr<int64_t>(), out.mode.ptr<int64_t>(),
-                            out.count.ptr<int64_t>());
-      break;
-    case DeviceType::cuda:
-      cuda::bank_consistency(samples.ptr<int64_t>(), n, ring_length(rings), rings.classes.ptr<int32_t>(),
-                             rings.position.ptr<int64_t>(), rings.filled.ptr<int64_t>(), out.mode.ptr<int64_t>(),
-                             out.count.ptr<int64_t>());
-      break;
-  }
+  on_device(samples.device(), [&](auto k) {
+    k.bank_consistency(samples.ptr<int64_t>(), n, ring_length(rings), rings.classes.ptr<int32_t>(),
+                       rings.position.ptr<int64_t>(), rings.filled.ptr<int64_t>(), out.mode.ptr<int64_t>(),
+                       out.count.ptr<int64_t>());
+  });
   return out;
 }
 
@@ -68,16 +52,10 @@ Tensor bank_mean_probs(const BankRings& rings, const Tensor& samples) {
   check_samples("bank_mean_probs", rings, samples);
   const int64_t n = samples.numel(), classes = class_count(rings);
   Tensor out = empty({n, classes}, DType::f32, samples.device());
-  switch (samples.device().type) {
-    case DeviceType::cpu:
-      cpu::bank_mean_probs(samples.ptr<int64_t>(), n, classes, ring_length(rings), rings.probs.ptr<float>(),
-                           rings.filled.ptr<int64_t>(), out.ptr<float>());
-      break;
-    case DeviceType::cuda:
-      cuda::bank_mean_probs(samples.ptr<int64_t>(), n, classes, ring_length(rings), rings.probs.ptr<float>(),
-                            rings.filled.ptr<int64_t>(), out.ptr<float>());
-      break;
-  }
+  on_device(samples.device(), [&](auto k) {
+    k.bank_mean_probs(samples.ptr<int64_t>(), n, classes, ring_length(rings), rings.probs.ptr<float>(),
+                      rings.filled.ptr<int64_t>(), out.ptr<float>());
+  });
   return out;
 }
 
@@ -89,16 +67,10 @@ Tensor credibility_buckets(const Consistency& weak, const Consistency& strong, i
   check_consistency("weak", weak, n, device);
   check_consistency("strong", strong, n, device);
   Tensor out = empty({n}, DType::u8, device);
-  switch (device.type) {
-    case DeviceType::cpu:
-      cpu::credibility_buckets(weak.mode.ptr<int64_t>(), weak.count.ptr<int64_t>(), strong.mode.ptr<int64_t>(),
-                               strong.count.ptr<int64_t>(), n, mu, out.ptr<uint8_t>());
-      break;
-    case DeviceType::cuda:
-      cuda::credibility_buckets(weak.mode.ptr<int64_t>(), weak.count.ptr<int64_t>(), strong.mode.ptr<int64_t>(),
-                                strong.count.ptr<int64_t>(), n, mu, out.ptr<uint8_t>());
-      break;
-  }
+  on_device(device, [&](auto k) {
+    k.credibility_buckets(weak.mode.ptr<int64_t>(), weak.count.ptr<int64_t>(), strong.mode.ptr<int64_t>(),
+                          strong.count.ptr<int64_t>(), n, mu, out.ptr<uint8_t>());
+  });
   return out;
 }
 

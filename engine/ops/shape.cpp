@@ -1,9 +1,8 @@
 #include "engine/ops/shape.h"
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/shape.h"
-#include "kernels/cuda/shape.h"
 
 namespace mcdl {
 namespace {
@@ -27,24 +26,14 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
   Shape out_shape(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) out_shape[d] = x.shape()[perm[d]];
   Tensor out = empty(out_shape, x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_any(x.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        cpu::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
-                     perm.data(), rank, true);
-      });
-      break;
-    case DeviceType::cuda:
-      check(rank <= cuda::max_permute_rank, op, ": the CUDA kernel takes at most ", cuda::max_permute_rank,
-            " axes, got ", x);
-      dispatch_any(x.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        cuda::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
-                      perm.data(), rank, true);
-      });
-      break;
-  }
+  on_device(x.device(), [&](auto k) {
+    check(rank <= k.max_permute_rank, op, ": the CUDA kernel takes at most ", k.max_permute_rank, " axes, got ", x);
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using Bits = cpu::bits_of<decltype(zero)>;
+      k.permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
+                perm.data(), rank, true);
+    });
+  });
   std::vector<int64_t> inverse(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
   record(out, op, {x}, [op, inverse, out_shape](const Tensor& g, GradSink& sink) {
@@ -53,14 +42,9 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
       const int64_t rank = static_cast<int64_t>(inverse.size());
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::permute(g.data<T>(), dx.data<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::permute(g.ptr<T>(), dx.ptr<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.permute(g.ptr<T>(), dx.ptr<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -136,38 +120,22 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
     out = view_of(x, out_shape, x.storage_offset() + start * s.inner);
   } else {
     out = empty(out_shape, x.dtype(), x.device());
-    switch (x.device().type) {
-      case DeviceType::cpu:
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
-          cpu::copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start,
-                               static_cast<Bits*>(out.raw_data()), count, 0, s.outer, count, s.inner, true);
-        });
-        break;
-      case DeviceType::cuda:
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
-          cuda::copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start,
-                                static_cast<Bits*>(out.raw_data()), count, 0, s.outer, count, s.inner, true);
-        });
-        break;
-    }
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using Bits = cpu::bits_of<decltype(zero)>;
+      on_device(x.device(), [&](auto k) {
+        k.copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start, static_cast<Bits*>(out.raw_data()),
+                          count, 0, s.outer, count, s.inner, true);
+      });
+    });
   }
   record(out, "slice", {x}, [s, start, count](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "slice", [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::slice_backward(g.data<T>(), dx.data<T>(), s.outer, s.axis, start, count, s.inner,
-                              mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::slice_backward(g.ptr<T>(), dx.ptr<T>(), s.outer, s.axis, start, count, s.inner,
-                               mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.slice_backward(g.ptr<T>(), dx.ptr<T>(), s.outer, s.axis, start, count, s.inner, mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -192,30 +160,17 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
   }
   const AxisSplit s = split_at(out_shape, a);
   Tensor out = empty(out_shape, first.dtype(), first.device());
-  switch (first.device().type) {
-    case DeviceType::cpu:
-      dispatch_any(first.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        int64_t offset = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) {
-          cpu::copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
-                               static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
-          offset += lengths[i];
-        }
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_any(first.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        int64_t offset = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) {
-          cuda::copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
-                                static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
-          offset += lengths[i];
-        }
-      });
-      break;
-  }
+  dispatch_any(first.dtype(), [&](auto zero) {
+    using Bits = cpu::bits_of<decltype(zero)>;
+    on_device(first.device(), [&](auto k) {
+      int64_t offset = 0;
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        k.copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
+                          static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
+        offset += lengths[i];
+      }
+    });
+  });
   record(out, "concat", tensors, [s, lengths](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "concat", [&](auto zero) {
       using T = decltype(zero);
@@ -224,16 +179,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
         if (!sink.needed(i)) continue;
         GradMode mode;
         Tensor& dx = sink.buffer(i, mode);
-        switch (g.device().type) {
-          case DeviceType::cpu:
-            cpu::copy_axis_block(g.data<T>(), s.axis, offset, dx.data<T>(), lengths[i], 0, s.outer, lengths[i],
-                                 s.inner, mode == GradMode::Overwrite);
-            break;
-          case DeviceType::cuda:
-            cuda::copy_axis_block(g.ptr<T>(), s.axis, offset, dx.ptr<T>(), lengths[i], 0, s.outer, lengths[i],
-                                  s.inner, mode == GradMode::Overwrite);
-            break;
-        }
+        on_device(g.device(), [&](auto k) {
+          k.copy_axis_block(g.ptr<T>(), s.axis, offset, dx.ptr<T>(), lengths[i], 0, s.outer, lengths[i], s.inner,
+                            mode == GradMode::Overwrite);
+        });
       }
     });
   });
