@@ -3,9 +3,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cuda/copy.h"
 
 namespace mcdl {
 namespace {
@@ -98,15 +97,12 @@ void GradSink::add(size_t input, const Tensor& gradient) {
 
 void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode) {
   check(dst.shape() == src.shape() && dst.dtype() == src.dtype() && dst.device() == src.device(),
-        "accumulate_into: gradient ", src.str(), " does not match buffer ", dst.str());
+        "accumulate_into: gradient ", src, " does not match buffer ", dst);
   dispatch_floating(dst.dtype(), "accumulate_into", [&](auto zero) {
     using T = decltype(zero);
     T* out = static_cast<T*>(dst.raw_data());
     const T* in = static_cast<const T*>(src.raw_data());
-    switch (dst.device().type) {
-      case DeviceType::cpu: cpu::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
-      case DeviceType::cuda: cuda::accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); break;
-    }
+    on_device(dst.device(), [&](auto k) { k.accumulate(out, in, dst.numel(), mode == GradMode::Overwrite); });
   });
 }
 

@@ -1,5 +1,6 @@
-// Where a tensor's storage lives. Ops dispatch on this field with a plain switch.
+// Where a tensor's storage lives. Ops pick their kernels from it through engine/backend.h.
 #pragma once
+#include <ostream>
 #include <string>
 
 namespace mcdl {
@@ -18,6 +19,9 @@ struct Device {
   bool operator!=(const Device& other) const { return !(*this == other); }
   std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 };
+
+// Prints str(): a check's message can take the device itself and format it only on failure.
+inline std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
 
 // The device a program runs on, from a user's choice: "cpu", "cuda" (fails with a clear
 // message when no usable GPU is present) or "auto" (the GPU when one is usable, otherwise the

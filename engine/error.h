@@ -21,7 +21,7 @@ void append_all(std::ostringstream& os, const First& first, const Rest&... rest)
 }
 }  // namespace detail
 
-// Builds a message from any streamable pieces: fail("matmul: ", a.shape_str(), " vs ", ...).
+// Builds a message from any streamable pieces: fail("matmul: ", a, " vs ", b, ...).
 template <class... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
   std::ostringstream os;
@@ -29,6 +29,8 @@ template <class... Parts>
   throw Error(os.str());
 }
 
+// The parts are streamed only when the condition fails, so a passing check formats nothing:
+// pass a Tensor or Device itself (it prints its str()), not a string built from it.
 template <class... Parts>
 void check(bool condition, const Parts&... parts) {
   if (!condition) fail(parts...);

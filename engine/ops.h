@@ -5,6 +5,7 @@
 #include "engine/ops/indexing.h"
 #include "engine/ops/linalg.h"
 #include "engine/ops/loss.h"
+#include "engine/ops/method.h"
 #include "engine/ops/nn.h"
 #include "engine/ops/reduce.h"
 #include "engine/ops/shape.h"

@@ -5,9 +5,9 @@
 #include <limits>
 #include <numbers>
 
+#include "engine/backend.h"
 #include "engine/dispatch.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cuda/random.h"
 #include "kernels/philox.h"
 
 namespace mcdl {
@@ -49,7 +49,7 @@ T below_high(double high) {
 }
 
 // low + (high − low)·u in double, rounded to T and kept below high (rounding can reach it).
-// kernels/cuda/random.cu computes the same, bit for bit.
+// The uniform kernels (kernels/cpu/random.h, kernels/cuda/random.cu) compute the same, bit for bit.
 template <class T>
 T scale_into(double u, double low, double high) {
   T value = static_cast<T>(low + (high - low) * u);
@@ -74,16 +74,6 @@ void fill_fixed_words(T* out, int64_t n, RandomStream& stream, uint64_t words_pe
     RandomStream local(stream.seed(), stream.stream(), start + static_cast<uint64_t>(begin) * words_per_element);
     for (int64_t i = begin; i < end; ++i) out[i] = draw(local);
   });
-  stream = RandomStream(stream.seed(), stream.stream(), start + static_cast<uint64_t>(n) * words_per_element);
-}
-
-// The CUDA twin of the fill_fixed_words uniforms: the kernel reads element i's words from
-// counter + i·words_per_element itself.
-template <class T>
-void fill_uniform_on_device(T* out, int64_t n, RandomStream& stream, uint64_t words_per_element, double low,
-                            double high) {
-  const uint64_t start = stream.counter();
-  cuda::uniform(out, n, stream.seed(), stream.stream(), start, low, high, below_high<T>(high));
   stream = RandomStream(stream.seed(), stream.stream(), start + static_cast<uint64_t>(n) * words_per_element);
 }
 
@@ -232,24 +222,17 @@ Tensor rand_uniform(const Shape& shape, DType dtype, RandomStream& stream, doubl
   check(std::isfinite(low) && std::isfinite(high) && low < high, "rand_uniform: expected finite low < high, got [",
         low, ", ", high, ")");
   Tensor out = empty(shape, dtype, device);
-  switch (device.type) {
-    case DeviceType::cpu:
-      if (dtype == DType::f32) {
-        fill_fixed_words(out.data<float>(), out.numel(), stream, 1,
-                         [&](RandomStream& s) { return scale_into<float>(s.uniform_float(), low, high); });
-      } else {
-        fill_fixed_words(out.data<double>(), out.numel(), stream, 2,
-                         [&](RandomStream& s) { return scale_into<double>(s.uniform_double(), low, high); });
-      }
-      break;
-    case DeviceType::cuda:
-      if (dtype == DType::f32) {
-        fill_uniform_on_device(out.ptr<float>(), out.numel(), stream, 1, low, high);
-      } else {
-        fill_uniform_on_device(out.ptr<double>(), out.numel(), stream, 2, low, high);
-      }
-      break;
-  }
+  dispatch_floating(dtype, "rand_uniform", [&](auto zero) {
+    using T = decltype(zero);
+    // Element i takes the words at counter + i·words_per_element, as drawing uniform_float (one
+    // word) or uniform_double (two) in order would, on either device.
+    const uint64_t start = stream.counter(), words_per_element = sizeof(T) == 4 ? 1 : 2;
+    const int64_t n = out.numel();
+    on_device(device, [&](auto k) {
+      k.uniform(out.ptr<T>(), n, stream.seed(), stream.stream(), start, low, high, below_high<T>(high));
+    });
+    stream = RandomStream(stream.seed(), stream.stream(), start + static_cast<uint64_t>(n) * words_per_element);
+  });
   return out;
 }
 

@@ -1,13 +1,10 @@
 #include "engine/tensor.h"
 
-#include <cstring>
 #include <sstream>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cuda/copy.h"
-#include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 
@@ -62,7 +59,7 @@ int64_t Tensor::storage_offset() const {
 }
 
 double Tensor::item() const {
-  check(numel() == 1, "item: expected a tensor with one element, got ", str());
+  check(numel() == 1, "item: expected a tensor with one element, got ", *this);
   Tensor host = to(Device::cpu());
   return read_as_double(host.raw_data(), dtype(), 0);
 }
@@ -72,7 +69,7 @@ Tensor& Tensor::set_requires_grad(bool on) {
   check_defined("set_requires_grad");
   check(is_leaf(), "set_requires_grad: only a leaf tensor can change requires_grad; use detach() first");
   check(!on || dtype() == DType::f32 || dtype() == DType::f64,
-        "set_requires_grad: only f32 and f64 tensors can require gradients, got ", str());
+        "set_requires_grad: only f32 and f64 tensors can require gradients, got ", *this);
   impl_->requires_grad = on;
   return *this;
 }
@@ -85,7 +82,7 @@ void Tensor::set_grad(const Tensor& grad) {
   check_defined("set_grad");
   if (grad.defined()) {
     check(grad.shape() == shape() && grad.dtype() == dtype() && grad.device() == device(),
-          "set_grad: gradient ", grad.str(), " does not match tensor ", str());
+          "set_grad: gradient ", grad, " does not match tensor ", *this);
   }
   impl_->grad = grad;
 }
@@ -100,7 +97,7 @@ const std::shared_ptr<Node>& Tensor::grad_fn() const {
 
 void Tensor::backward(bool retain_graph) const {
   check_defined("backward");
-  check(numel() == 1, "backward: expected a scalar (one element) to start from, got ", str(),
+  check(numel() == 1, "backward: expected a scalar (one element) to start from, got ", *this,
         "; reduce it first (e.g. sum or mean)");
   check(requires_grad(), "backward: the tensor does not require grad (no input had requires_grad, or it was "
         "computed under NoGradGuard)");
@@ -139,10 +136,7 @@ Tensor Tensor::to(DType target) const {
       using Dst = decltype(dst_zero);
       const Src* src = static_cast<const Src*>(raw_data());
       Dst* dst = static_cast<Dst*>(out.raw_data());
-      switch (device().type) {
-        case DeviceType::cpu: cpu::convert(src, dst, numel()); break;
-        case DeviceType::cuda: cuda::convert(src, dst, numel()); break;
-      }
+      on_device(device(), [&](auto k) { k.convert(src, dst, numel()); });
     });
   });
   return out;
@@ -151,15 +145,13 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = empty(shape(), dtype(), device());
-  switch (device().type) {
-    case DeviceType::cpu: std::memcpy(out.raw_data(), raw_data(), nbytes()); break;
-    case DeviceType::cuda: cuda::copy_device_to_device(out.raw_data(), raw_data(), nbytes()); break;
-  }
+  on_device(device(), [&](auto k) { k.copy_device_to_device(out.raw_data(), raw_data(), nbytes()); });
   return out;
 }
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape) check(d >= 0, "empty: negative dimension in shape ", shape_str(shape));
+  for (int64_t d : shape)
+    if (d < 0) fail("empty: negative dimension in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -172,10 +164,7 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   dispatch_any(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* dst = static_cast<T*>(out.raw_data());
-    switch (device.type) {
-      case DeviceType::cpu: cpu::fill(dst, from_double_value<T>(value), out.numel()); break;
-      case DeviceType::cuda: cuda::fill(dst, from_double_value<T>(value), out.numel()); break;
-    }
+    on_device(device, [&](auto k) { k.fill(dst, from_double_value<T>(value), out.numel()); });
   });
   return out;
 }
@@ -193,8 +182,8 @@ Tensor arange(int64_t n, DType dtype, Device device) {
 Tensor view_of(const Tensor& base, const Shape& shape, int64_t offset) {
   check_defined("view_of", base, "base");
   const int64_t capacity = static_cast<int64_t>(base.storage()->bytes() / dtype_size(base.dtype()));
-  check(offset >= 0 && offset + shape_numel(shape) <= capacity, "view_of: shape ", shape_str(shape),
-        " at offset ", offset, " exceeds the storage of ", base.str());
+  if (offset < 0 || offset + shape_numel(shape) > capacity)
+    fail("view_of: shape ", shape_str(shape), " at offset ", offset, " exceeds the storage of ", base);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = base.dtype();

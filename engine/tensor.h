@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct TensorImpl {
   std::shared_ptr<Node> grad_fn;
 };
 
+// Prints str(): a check's message can take the tensor itself and format it only on failure.
+inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
 // ---- creation -----------------------------------------------------------------------
 Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
 Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
@@ -109,8 +113,8 @@ void write_from_double(void* data, DType dtype, int64_t index, double value);
 template <class T>
 T* Tensor::data() {
   check_defined("data");
-  check(dtype_of<T>::value == dtype(), "data<", dtype_name(dtype_of<T>::value), ">: tensor is ", str());
-  check(device().is_cpu(), "data: tensor ", str(), " is not on the cpu; copy it with .to(Device::cpu())");
+  check(dtype_of<T>::value == dtype(), "data<", dtype_name(dtype_of<T>::value), ">: tensor is ", *this);
+  check(device().is_cpu(), "data: tensor ", *this, " is not on the cpu; copy it with .to(Device::cpu())");
   return static_cast<T*>(impl_->storage->data()) + impl_->offset;
 }
 template <class T>
@@ -121,7 +125,7 @@ const T* Tensor::data() const {
 template <class T>
 T* Tensor::ptr() {
   check_defined("ptr");
-  check(dtype_of<T>::value == dtype(), "ptr<", dtype_name(dtype_of<T>::value), ">: tensor is ", str());
+  check(dtype_of<T>::value == dtype(), "ptr<", dtype_name(dtype_of<T>::value), ">: tensor is ", *this);
   return static_cast<T*>(impl_->storage->data()) + impl_->offset;
 }
 template <class T>
@@ -138,8 +142,8 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
-  check(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
-        " values do not fill shape ", shape_str(shape));
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+    fail("from_vector: ", values.size(), " values do not fill shape ", shape_str(shape));
   Tensor host = empty(shape, dtype_of<T>::value, Device::cpu());
   std::copy(values.begin(), values.end(), host.data<T>());
   return device.is_cpu() ? host : host.to(device);

@@ -4,17 +4,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/ops/method.h"  // credibility_buckets: the u8 [n] buckets of a batch
 #include "mcdl/memory_bank.h"
 
 namespace mcdl {
 
+// The values of credibility_buckets' result.
 enum class Bucket : uint8_t { low = 0, medium = 1, high = 2 };
-
-// With (a) count_w > 3μ/4, (b) count_s > μ/4, (c) mode_w == mode_s (strict comparisons on the
-// real thresholds): high = (a)∧(b)∧(c), medium = (a)∧(b)∧¬(c), low otherwise. weak and strong
-// are the two banks' consistency for the same samples (i64 [n], one device); the result is a
-// u8 [n] tensor of Bucket values on that device.
-Tensor credibility_buckets(const Consistency& weak, const Consistency& strong, int64_t mu);
 
 struct BucketCounts {
   int64_t high = 0, medium = 0, low = 0;

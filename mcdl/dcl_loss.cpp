@@ -4,10 +4,6 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops.h"
-#include "kernels/cpu/indexing.h"
-#include "kernels/cpu/memory_bank.h"
-#include "kernels/cuda/indexing.h"
-#include "kernels/cuda/memory_bank.h"
 #include "mcdl/simgcd_loss.h"
 
 namespace mcdl {
@@ -40,44 +36,6 @@ Tensor sharpen(const Tensor& p, double temperature) {
   check(temperature > 0, "sharpen: temperature must be positive, got ", temperature);
   const Tensor powered = pow(p, 1.0 / temperature);
   return powered / sum(powered, -1, true);
-}
-
-Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype) {
-  check(classes.defined() && classes.dtype() == DType::i64 && classes.dim() == 1,
-        "one_hot: classes must be i64 [n], got ", describe(classes));
-  check(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
-  const int64_t n = classes.numel();
-  const Device device = classes.device();
-  Tensor out = empty({n, num_classes}, dtype, device);
-  dispatch_floating(dtype, "one_hot", [&](auto zero) {
-    using T = decltype(zero);
-    int64_t bad = -1;
-    switch (device.type) {
-      case DeviceType::cpu:
-        bad = cpu::first_invalid_index(classes.data<int64_t>(), n, num_classes);
-        break;
-      case DeviceType::cuda:
-        if (n > 0) {
-          Tensor first_invalid = empty({1}, DType::i64, device);
-          cuda::first_invalid_index(classes.ptr<int64_t>(), n, num_classes, first_invalid.ptr<int64_t>());
-          const int64_t position = first_invalid.to_vector<int64_t>()[0];
-          if (position < n) bad = position;
-        }
-        break;
-    }
-    if (bad >= 0)
-      fail("one_hot: class ", view_of(classes, {1}, classes.storage_offset() + bad).item(), " at position ", bad,
-           " is outside [0, ", num_classes, ")");
-    switch (device.type) {
-      case DeviceType::cpu:
-        cpu::one_hot(classes.data<int64_t>(), n, num_classes, out.data<T>());
-        break;
-      case DeviceType::cuda:
-        cuda::one_hot(classes.ptr<int64_t>(), n, num_classes, out.ptr<T>());
-        break;
-    }
-  });
-  return out;
 }
 
 Tensor dcl_sup_loss(const Tensor& projections, const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/ops/indexing.h"  // one_hot
 #include "engine/random.h"
 #include "engine/tensor.h"
 
@@ -13,10 +14,6 @@ namespace mcdl {
 
 // p^(1/T) / Σ_c p_c^(1/T) over the last dimension (MixMatch's sharpening), p ≥ 0.
 Tensor sharpen(const Tensor& p, double temperature);
-
-// out[i, c] = 1 where classes[i] == c, else 0: classes i64 [n] in [0, num_classes), any device;
-// the result [n, num_classes] of `dtype` (f32 or f64) on that device. Not differentiable.
-Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype = DType::f32);
 
 // L_sup: supcon_loss over the L2-normalised projections [2B, D] (view w1's rows, then w2's) of
 // the union U of the labelled samples (their labels) and the high samples H (their weak mode,

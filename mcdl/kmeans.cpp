@@ -10,8 +10,8 @@
 #include "engine/ops/indexing.h"
 #include "engine/ops/linalg.h"
 #include "engine/ops/shape.h"
+#include "engine/parallel.h"
 #include "engine/random.h"
-#include "kernels/cpu/parallel.h"
 
 namespace mcdl {
 namespace {
@@ -37,7 +37,7 @@ class Points {
     dim_ = dev_.size(1);
     const float* x = host_data_;
     norms_.resize(static_cast<size_t>(n_));
-    cpu::parallel_rows(n_, dim_, [&](int64_t i) {
+    parallel_rows(n_, dim_, [&](int64_t i) {
       double s = 0.0;
       for (int64_t d = 0; d < dim_; ++d) s += static_cast<double>(x[i * dim_ + d]) * x[i * dim_ + d];
       norms_[i] = s;
@@ -70,7 +70,7 @@ class Points {
       const int64_t end = std::min(n_, start + block);
       const Tensor products = matmul(slice(dev_, 0, start, end), ct).to(Device::cpu());
       const float* p = products.data<float>();
-      cpu::parallel_rows(end - start, m, [&](int64_t r) {
+      parallel_rows(end - start, m, [&](int64_t r) {
         const int64_t i = start + r;
         for (int64_t c = 0; c < m; ++c)
           out[i * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
@@ -84,7 +84,7 @@ class Points {
     squared_distances(centres, d2);
     std::vector<int64_t> labels(static_cast<size_t>(n_));
     const int64_t m = centres.k;
-    cpu::parallel_rows(n_, m, [&](int64_t i) {
+    parallel_rows(n_, m, [&](int64_t i) {
       const double* row = d2.data() + i * m;
       labels[i] = std::min_element(row, row + m) - row;
     });
@@ -112,14 +112,14 @@ double squared_distance(const float* x, const double* c, int64_t dim) {
 std::vector<double> assigned_distances(const Points& points, const std::vector<int64_t>& labels,
                                        const Centres& centres) {
   std::vector<double> d2(labels.size());
-  cpu::parallel_rows(points.size(), points.dim(), [&](int64_t i) {
+  parallel_rows(points.size(), points.dim(), [&](int64_t i) {
     d2[i] = squared_distance(points.row(i), centres.row(labels[i]), points.dim());
   });
   return d2;
 }
 
 double ordered_sum(const std::vector<double>& values) {
-  return cpu::deterministic_sum(static_cast<int64_t>(values.size()), [&](int64_t i) { return values[i]; });
+  return deterministic_sum(static_cast<int64_t>(values.size()), [&](int64_t i) { return values[i]; });
 }
 
 // k-means++ over `points`, starting from `initial` (may be empty: then the first centre is a
@@ -208,7 +208,7 @@ Centres update_centres(const Points& points, std::vector<int64_t>& labels, const
   std::vector<int64_t> members(static_cast<size_t>(n)), fill(offset.begin(), offset.end() - 1);
   for (int64_t i = 0; i < n; ++i) members[fill[labels[i]]++] = i;
   Centres centres{k, dim, std::vector<double>(static_cast<size_t>(k * dim), 0.0)};
-  cpu::parallel_rows(k, dim * (n / std::max<int64_t>(k, 1) + 1), [&](int64_t c) {
+  parallel_rows(k, dim * (n / std::max<int64_t>(k, 1) + 1), [&](int64_t c) {
     double* sum = centres.row(c);
     for (int64_t m = offset[c]; m < offset[c + 1]; ++m) {
       const float* x = points.row(members[m]);

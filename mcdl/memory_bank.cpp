@@ -3,10 +3,7 @@
 #include <vector>
 
 #include "engine/dispatch.h"
-#include "kernels/cpu/indexing.h"
-#include "kernels/cpu/memory_bank.h"
-#include "kernels/cuda/indexing.h"
-#include "kernels/cuda/memory_bank.h"
+#include "engine/ops/indexing.h"
 
 namespace mcdl {
 namespace {
@@ -19,31 +16,17 @@ MemoryBank::MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu, Dev
     : num_samples_(num_samples), num_classes_(num_classes), mu_(mu), device_(device) {
   check(num_samples >= 0 && num_classes > 0 && mu > 0, "MemoryBank: expected num_samples >= 0, num_classes > 0 and ",
         "mu > 0, got ", num_samples, ", ", num_classes, ", ", mu);
-  classes_ = zeros({num_samples, mu}, DType::i32, device);
-  probs_ = zeros({num_samples, mu, num_classes}, DType::f32, device);
-  position_ = zeros({num_samples}, DType::i64, device);
-  filled_ = zeros({num_samples}, DType::i64, device);
+  rings_.classes = zeros({num_samples, mu}, DType::i32, device);
+  rings_.probs = zeros({num_samples, mu, num_classes}, DType::f32, device);
+  rings_.position = zeros({num_samples}, DType::i64, device);
+  rings_.filled = zeros({num_samples}, DType::i64, device);
 }
 
 void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const {
   check(sample_index.defined(), op, ": sample_index is undefined");
   check(sample_index.dtype() == DType::i64 && sample_index.dim() == 1 && sample_index.device() == device_, op,
-        ": sample_index must be i64 [n] on ", device_.str(), ", got ", sample_index.str());
-  const int64_t n = sample_index.numel();
-  int64_t bad = -1;
-  switch (device_.type) {
-    case DeviceType::cpu:
-      bad = cpu::first_invalid_index(sample_index.data<int64_t>(), n, num_samples_);
-      break;
-    case DeviceType::cuda: {
-      if (n == 0) break;
-      Tensor first_invalid = empty({1}, DType::i64, device_);
-      cuda::first_invalid_index(sample_index.ptr<int64_t>(), n, num_samples_, first_invalid.ptr<int64_t>());
-      const int64_t position = first_invalid.to_vector<int64_t>()[0];
-      if (position < n) bad = position;
-      break;
-    }
-  }
+        ": sample_index must be i64 [n] on ", device_, ", got ", sample_index);
+  const int64_t bad = first_invalid_index(sample_index, num_samples_);
   if (bad >= 0)
     fail(op, ": sample index ", view_of(sample_index, {1}, sample_index.storage_offset() + bad).item(),
          " at position ", bad, " is out of range for a bank of ", num_samples_, " samples");
@@ -53,64 +36,25 @@ void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
   check_samples("MemoryBank.update", sample_index);
   check(probs.defined() && probs.dim() == 2 && probs.size(0) == sample_index.numel() &&
             probs.size(1) == num_classes_ && probs.device() == device_,
-        "MemoryBank.update: probs must be [", sample_index.numel(), ", ", num_classes_, "] on ", device_.str(),
-        ", got ", probs.defined() ? probs.str() : std::string("undefined"));
+        "MemoryBank.update: probs must be [", sample_index.numel(), ", ", num_classes_, "] on ", device_,
+        ", got ", probs);
   check_floating("MemoryBank.update", probs);
-  const Tensor values = probs.detach().to(DType::f32);
-  const int64_t n = values.size(0);
-  switch (device_.type) {
-    case DeviceType::cpu:
-      cpu::bank_update(sample_index.data<int64_t>(), values.data<float>(), n, num_classes_, mu_,
-                       classes_.data<int32_t>(), probs_.data<float>(), position_.data<int64_t>(),
-                       filled_.data<int64_t>());
-      break;
-    case DeviceType::cuda: {
-      Tensor scratch = empty({cuda::bank_update_scratch_per_row * n}, DType::i64, device_);
-      cuda::bank_update(sample_index.ptr<int64_t>(), values.ptr<float>(), n, num_classes_, mu_,
-                        classes_.ptr<int32_t>(), probs_.ptr<float>(), position_.ptr<int64_t>(),
-                        filled_.ptr<int64_t>(), scratch.ptr<int64_t>());
-      break;
-    }
-  }
+  bank_update(rings_, sample_index, probs.detach().to(DType::f32));
 }
 
 Consistency MemoryBank::consistency(const Tensor& sample_index) const {
   check_samples("MemoryBank.consistency", sample_index);
-  const int64_t n = sample_index.numel();
-  Consistency out{empty({n}, DType::i64, device_), empty({n}, DType::i64, device_)};
-  switch (device_.type) {
-    case DeviceType::cpu:
-      cpu::bank_consistency(sample_index.data<int64_t>(), n, mu_, classes_.data<int32_t>(),
-                            position_.data<int64_t>(), filled_.data<int64_t>(), out.mode.data<int64_t>(),
-                            out.count.data<int64_t>());
-      break;
-    case DeviceType::cuda:
-      cuda::bank_consistency(sample_index.ptr<int64_t>(), n, mu_, classes_.ptr<int32_t>(), position_.ptr<int64_t>(),
-                             filled_.ptr<int64_t>(), out.mode.ptr<int64_t>(), out.count.ptr<int64_t>());
-      break;
-  }
-  return out;
+  return bank_consistency(rings_, sample_index);
 }
 
 Tensor MemoryBank::mean_probs(const Tensor& sample_index) const {
   check_samples("MemoryBank.mean_probs", sample_index);
-  const int64_t n = sample_index.numel();
-  Tensor out = empty({n, num_classes_}, DType::f32, device_);
-  switch (device_.type) {
-    case DeviceType::cpu:
-      cpu::bank_mean_probs(sample_index.data<int64_t>(), n, num_classes_, mu_, probs_.data<float>(),
-                           filled_.data<int64_t>(), out.data<float>());
-      break;
-    case DeviceType::cuda:
-      cuda::bank_mean_probs(sample_index.ptr<int64_t>(), n, num_classes_, mu_, probs_.ptr<float>(),
-                            filled_.ptr<int64_t>(), out.ptr<float>());
-      break;
-  }
-  return out;
+  return bank_mean_probs(rings_, sample_index);
 }
 
 std::map<std::string, Tensor> MemoryBank::state() const {
-  return {{"classes", classes_}, {"filled", filled_}, {"position", position_}, {"probs", probs_}};
+  return {{"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position},
+          {"probs", rings_.probs}};
 }
 
 void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
@@ -146,10 +90,10 @@ void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
     const Tensor& t = state.at(name);
     return t.device() == device_ ? t.clone() : t.detach().to(device_);
   };
-  classes_ = own_copy("classes");
-  probs_ = own_copy("probs");
-  position_ = own_copy("position");
-  filled_ = own_copy("filled");
+  rings_.classes = own_copy("classes");
+  rings_.probs = own_copy("probs");
+  rings_.position = own_copy("position");
+  rings_.filled = own_copy("filled");
 }
 
 }  // namespace mcdl

@@ -7,17 +7,10 @@
 #include <map>
 #include <string>
 
+#include "engine/ops/method.h"  // BankRings, Consistency
 #include "engine/tensor.h"
 
 namespace mcdl {
-
-// Per queried sample: mode = the most frequent argmax class among the filled entries (ties: the
-// class whose latest entry is the most recent; −1 for an empty ring) and count = how often it
-// occurs (0 for an empty ring). Both i64 [n] on the bank's device.
-struct Consistency {
-  Tensor mode;
-  Tensor count;
-};
 
 class MemoryBank {
  public:
@@ -53,10 +46,7 @@ class MemoryBank {
 
   int64_t num_samples_, num_classes_, mu_;
   Device device_;
-  Tensor classes_;   // i32 [N, μ]
-  Tensor probs_;     // f32 [N, μ, K]
-  Tensor position_;  // i64 [N]
-  Tensor filled_;    // i64 [N]
+  BankRings rings_;
 };
 
 }  // namespace mcdl

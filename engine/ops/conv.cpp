@@ -4,7 +4,6 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
-#include "kernels/cpu/conv.h"
 #include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/linalg.h"
 
@@ -16,29 +15,21 @@ std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::im2col_gemm};
 PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
   check_floating("conv2d_patch", x);
-  check(x.dim() == 4, "conv2d_patch: x must be [B, C, H, W], got ", x.str());
+  check(x.dim() == 4, "conv2d_patch: x must be [B, C, H, W], got ", x);
   check(weight.dim() == 4 && weight.size(2) == weight.size(3) && weight.size(2) > 0,
-        "conv2d_patch: weight must be [O, C, P, P] with P > 0, got ", weight.str());
-  check(weight.size(1) == x.size(1), "conv2d_patch: weight ", weight.str(), " expects ", weight.size(1),
-        " input channels but x is ", x.str());
-  check(x.numel() > 0 && weight.numel() > 0, "conv2d_patch: empty input ", x.str(), " or weight ", weight.str());
+        "conv2d_patch: weight must be [O, C, P, P] with P > 0, got ", weight);
+  check(weight.size(1) == x.size(1), "conv2d_patch: weight ", weight, " expects ", weight.size(1),
+        " input channels but x is ", x);
+  check(x.numel() > 0 && weight.numel() > 0, "conv2d_patch: empty input ", x, " or weight ", weight);
   const int64_t p = weight.size(2);
-  check(x.size(2) % p == 0 && x.size(3) % p == 0, "conv2d_patch: height and width of x ", x.str(),
+  check(x.size(2) % p == 0 && x.size(3) % p == 0, "conv2d_patch: height and width of x ", x,
         " must be divisible by the patch size ", p);
   if (bias.defined()) {
     check_same_dtype_device("conv2d_patch", x, bias);
-    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d_patch: bias ", bias.str(), " does not fit weight ",
-          weight.str());
+    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "conv2d_patch: bias ", bias, " does not fit weight ",
+          weight);
   }
   return {x.size(0), x.size(1), x.size(2), x.size(3), p};
-}
-
-template <class T>
-void im2col(Device device, const T* x, T* cols, const PatchGrid& grid) {
-  switch (device.type) {
-    case DeviceType::cpu: cpu::im2col_patches(x, cols, grid); return;
-    case DeviceType::cuda: cuda::im2col_patches(x, cols, grid); return;
-  }
 }
 
 // out = conv(x, weight) (+ bias) through cuDNN, when the algorithm asks for it and cuDNN has an
@@ -47,8 +38,8 @@ template <class T>
 bool forward_cudnn(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out, const PatchGrid& grid,
                    int64_t out_channels) {
   if (!x.device().is_cuda() || conv_algorithm() != ConvAlgorithm::cudnn) return false;
-  const cuda::GemmMode mode = matmul_precision() == MatmulPrecision::tf32 ? cuda::GemmMode::tf32 : cuda::GemmMode::fp32;
-  if (!cuda::conv2d_patch_cudnn(x.ptr<T>(), weight.ptr<T>(), out.ptr<T>(), grid, out_channels, mode)) return false;
+  if (!cuda::conv2d_patch_cudnn(x.ptr<T>(), weight.ptr<T>(), out.ptr<T>(), grid, out_channels, gemm_mode()))
+    return false;
   if (bias.defined()) cuda::add_channel_bias(bias.ptr<T>(), out.ptr<T>(), grid.batch, out_channels, grid.patches());
   return true;
 }
@@ -67,13 +58,10 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     using T = decltype(zero);
     if (forward_cudnn<T>(x, weight, bias, out, grid, out_channels)) return;
     Tensor cols = empty({batch, l, k}, x.dtype(), device);
-    im2col(device, x.ptr<T>(), cols.ptr<T>(), grid);
-    if (bias.defined()) {
-      switch (device.type) {
-        case DeviceType::cpu: cpu::fill_channels(bias.ptr<T>(), out.ptr<T>(), batch, out_channels, l); break;
-        case DeviceType::cuda: cuda::fill_channels(bias.ptr<T>(), out.ptr<T>(), batch, out_channels, l); break;
-      }
-    }
+    on_device(device, [&](auto kernels) {
+      kernels.im2col_patches(x.ptr<T>(), cols.ptr<T>(), grid);
+      if (bias.defined()) kernels.fill_channels(bias.ptr<T>(), out.ptr<T>(), batch, out_channels, l);
+    });
     // out_b [O, L] = W [O, K] · cols_bᵀ (+ bias), W shared by the batch.
     batched_gemm<T>(device, batch, false, true, out_channels, l, k, weight.ptr<T>(), k, 0, cols.ptr<T>(), k, l * k,
                     out.ptr<T>(), l, out_channels * l, bias.defined() ? GradMode::Accumulate : GradMode::Overwrite);
@@ -87,7 +75,7 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       GradMode mode;
       if (sink.needed(1)) {  // dW [O, K] = Σ_b G_b [O, L] · cols_b [L, K]
         Tensor cols = empty({batch, l, k}, x.dtype(), device);
-        im2col(device, x.ptr<T>(), cols.ptr<T>(), grid);
+        on_device(device, [&](auto kernels) { kernels.im2col_patches(x.ptr<T>(), cols.ptr<T>(), grid); });
         Tensor& dw = sink.buffer(1, mode);
         for (int64_t b = 0; b < batch; ++b) {
           single_gemm<T>(device, false, false, out_channels, k, l, grad + b * out_channels * l, l,
@@ -97,10 +85,9 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (sink.needed(2)) {  // db[o] = Σ_b Σ_l G[b, o, l]
         Tensor& db = sink.buffer(2, mode);
         const bool overwrite = mode == GradMode::Overwrite;
-        switch (device.type) {
-          case DeviceType::cpu: cpu::channel_sums(grad, db.ptr<T>(), batch, out_channels, l, overwrite); break;
-          case DeviceType::cuda: cuda::channel_sums(grad, db.ptr<T>(), batch, out_channels, l, overwrite); break;
-        }
+        on_device(device, [&](auto kernels) {
+          kernels.channel_sums(grad, db.ptr<T>(), batch, out_channels, l, overwrite);
+        });
       }
       if (sink.needed(0)) {  // dcols_b [L, K] = G_bᵀ · W, then back to image layout
         Tensor dcols = empty({batch, l, k}, x.dtype(), device);
@@ -108,10 +95,7 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                         0, dcols.ptr<T>(), k, l * k, GradMode::Overwrite);
         Tensor& dx = sink.buffer(0, mode);
         const bool overwrite = mode == GradMode::Overwrite;
-        switch (device.type) {
-          case DeviceType::cpu: cpu::col2im_patches(dcols.ptr<T>(), dx.ptr<T>(), grid, overwrite); break;
-          case DeviceType::cuda: cuda::col2im_patches(dcols.ptr<T>(), dx.ptr<T>(), grid, overwrite); break;
-        }
+        on_device(device, [&](auto kernels) { kernels.col2im_patches(dcols.ptr<T>(), dx.ptr<T>(), grid, overwrite); });
       }
     });
   });

@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
 
 namespace mcdl {
 namespace {
@@ -66,191 +65,99 @@ BroadcastLayout broadcast_layout(const char* op, const Tensor& a, const Tensor& 
   return layout;
 }
 
-template <class Op, class T>
-void binary_forward_cpu(const BroadcastLayout& l, const T* a, const T* b, T* out) {
+// out = a op b with the layout's broadcasting, on the kernels' device.
+template <class Kernels, class T>
+void binary_forward(Kernels k, BinaryOp op, const BroadcastLayout& l, const T* a, const T* b, T* out) {
   switch (l.kind) {
-    case BroadcastLayout::Kind::same: cpu::binary_same<Op>(a, b, out, shape_numel(l.out)); return;
-    case BroadcastLayout::Kind::rows: cpu::binary_rows<Op>(a, b, out, l.rows, l.cols); return;
+    case BroadcastLayout::Kind::same: k.binary_same(op, a, b, out, shape_numel(l.out)); return;
+    case BroadcastLayout::Kind::rows: k.binary_rows(op, a, b, out, l.rows, l.cols); return;
     case BroadcastLayout::Kind::strided:
-      cpu::binary_strided<Op>(a, l.a_strides.data(), b, l.b_strides.data(), out, l.out.data(),
-                              static_cast<int64_t>(l.out.size()));
+      k.binary_strided(op, a, l.a_strides.data(), b, l.b_strides.data(), out, l.out.data(),
+                       static_cast<int64_t>(l.out.size()));
       return;
   }
 }
 
 // dst (=|+=) the gradient of operand `side`, summed over the dimensions it was broadcast along.
-template <cpu::Operand side, class Op, class T>
-void binary_backward_cpu(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
+template <class Kernels, class T>
+void binary_backward(Kernels k, BinaryOp op, Operand side, const BroadcastLayout& l, const T* g, const T* a,
+                     const T* b, T* dst, bool overwrite) {
   switch (l.kind) {
-    case BroadcastLayout::Kind::same:
-      cpu::binary_grad_same<side, Op>(g, a, b, dst, shape_numel(l.out), overwrite);
-      return;
+    case BroadcastLayout::Kind::same: k.binary_grad_same(op, side, g, a, b, dst, shape_numel(l.out), overwrite); return;
     case BroadcastLayout::Kind::rows:
-      if constexpr (side == cpu::Operand::x) {
-        cpu::binary_grad_rows_full<side, Op>(g, a, b, dst, l.rows, l.cols, overwrite);
+      if (side == Operand::x) {
+        k.binary_grad_rows_full(op, side, g, a, b, dst, l.rows, l.cols, overwrite);
       } else {
-        cpu::binary_grad_rows_reduced<side, Op>(g, a, b, dst, l.rows, l.cols, overwrite);
+        k.binary_grad_rows_reduced(op, side, g, a, b, dst, l.rows, l.cols, overwrite);
       }
       return;
     case BroadcastLayout::Kind::strided: {
-      const Shape& target = side == cpu::Operand::x ? l.a_shape : l.b_shape;
-      cpu::binary_grad_strided<side, Op>(g, a, l.a_strides.data(), b, l.b_strides.data(), l.out.data(),
-                                         target.data(), static_cast<int64_t>(l.out.size()), dst, overwrite);
+      const Shape& target = side == Operand::x ? l.a_shape : l.b_shape;
+      k.binary_grad_strided(op, side, g, a, l.a_strides.data(), b, l.b_strides.data(), l.out.data(), target.data(),
+                            static_cast<int64_t>(l.out.size()), dst, overwrite);
       return;
     }
   }
 }
 
-// The CUDA kernels name the ops of kernels/cpu/elementwise.h by enum.
-constexpr cuda::BinaryOp cuda_op(cpu::Add) { return cuda::BinaryOp::add; }
-constexpr cuda::BinaryOp cuda_op(cpu::Sub) { return cuda::BinaryOp::sub; }
-constexpr cuda::BinaryOp cuda_op(cpu::Mul) { return cuda::BinaryOp::mul; }
-constexpr cuda::BinaryOp cuda_op(cpu::Div) { return cuda::BinaryOp::div; }
-constexpr cuda::Operand cuda_side(cpu::Operand side) {
-  return side == cpu::Operand::x ? cuda::Operand::x : cuda::Operand::y;
-}
-
-cuda::UnaryFn cuda_fn(const cpu::Neg&) { return {cuda::UnaryOp::neg, 0.0}; }
-cuda::UnaryFn cuda_fn(const cpu::Exp&) { return {cuda::UnaryOp::exp, 0.0}; }
-cuda::UnaryFn cuda_fn(const cpu::Log&) { return {cuda::UnaryOp::log, 0.0}; }
-cuda::UnaryFn cuda_fn(const cpu::Sqrt&) { return {cuda::UnaryOp::sqrt, 0.0}; }
-cuda::UnaryFn cuda_fn(const cpu::PowScalar& op) { return {cuda::UnaryOp::pow, op.exponent}; }
-cuda::UnaryFn cuda_fn(const cpu::AddScalar& op) { return {cuda::UnaryOp::add_scalar, op.s}; }
-cuda::UnaryFn cuda_fn(const cpu::SubScalar& op) { return {cuda::UnaryOp::sub_scalar, op.s}; }
-cuda::UnaryFn cuda_fn(const cpu::RSubScalar& op) { return {cuda::UnaryOp::rsub_scalar, op.s}; }
-cuda::UnaryFn cuda_fn(const cpu::MulScalar& op) { return {cuda::UnaryOp::mul_scalar, op.s}; }
-cuda::UnaryFn cuda_fn(const cpu::DivScalar& op) { return {cuda::UnaryOp::div_scalar, op.s}; }
-cuda::UnaryFn cuda_fn(const cpu::RDivScalar& op) { return {cuda::UnaryOp::rdiv_scalar, op.s}; }
-
-template <class Op, class T>
-void binary_forward_cuda(const BroadcastLayout& l, const T* a, const T* b, T* out) {
-  switch (l.kind) {
-    case BroadcastLayout::Kind::same: cuda::binary_same(cuda_op(Op{}), a, b, out, shape_numel(l.out)); return;
-    case BroadcastLayout::Kind::rows: cuda::binary_rows(cuda_op(Op{}), a, b, out, l.rows, l.cols); return;
-    case BroadcastLayout::Kind::strided:
-      cuda::binary_strided(cuda_op(Op{}), a, l.a_strides.data(), b, l.b_strides.data(), out, l.out.data(),
-                           static_cast<int64_t>(l.out.size()));
-      return;
-  }
-}
-
-template <cpu::Operand side, class Op, class T>
-void binary_backward_cuda(const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst, bool overwrite) {
-  const cuda::BinaryOp op = cuda_op(Op{});
-  switch (l.kind) {
-    case BroadcastLayout::Kind::same:
-      cuda::binary_grad_same(op, cuda_side(side), g, a, b, dst, shape_numel(l.out), overwrite);
-      return;
-    case BroadcastLayout::Kind::rows:
-      if constexpr (side == cpu::Operand::x) {
-        cuda::binary_grad_rows_full(op, cuda_side(side), g, a, b, dst, l.rows, l.cols, overwrite);
-      } else {
-        cuda::binary_grad_rows_reduced(op, cuda_side(side), g, a, b, dst, l.rows, l.cols, overwrite);
-      }
-      return;
-    case BroadcastLayout::Kind::strided: {
-      const Shape& target = side == cpu::Operand::x ? l.a_shape : l.b_shape;
-      cuda::binary_grad_strided(op, cuda_side(side), g, a, l.a_strides.data(), b, l.b_strides.data(), l.out.data(),
-                                target.data(), static_cast<int64_t>(l.out.size()), dst, overwrite);
-      return;
-    }
-  }
-}
-
-template <cpu::Operand side, class Op, class T>
-void binary_backward(DeviceType device, const BroadcastLayout& l, const T* g, const T* a, const T* b, T* dst,
-                     bool overwrite) {
-  switch (device) {
-    case DeviceType::cpu: binary_backward_cpu<side, Op>(l, g, a, b, dst, overwrite); return;
-    case DeviceType::cuda: binary_backward_cuda<side, Op>(l, g, a, b, dst, overwrite); return;
-  }
-}
-
-template <class Op>
-Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
-  check_same_dtype_device(op, a, b);
-  check_floating(op, a);
-  const BroadcastLayout layout = broadcast_layout(op, a, b);
+Tensor binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_same_dtype_device(name, a, b);
+  check_floating(name, a);
+  const BroadcastLayout layout = broadcast_layout(name, a, b);
   Tensor out = empty(layout.out, a.dtype(), a.device());
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        binary_forward_cpu<Op>(layout, a.data<T>(), b.data<T>(), out.data<T>());
-      });
-      break;
-    case DeviceType::cuda:
-      check(layout.kind != BroadcastLayout::Kind::strided ||
-                static_cast<int64_t>(layout.out.size()) <= cuda::max_broadcast_rank,
-            op, ": broadcasting ", a.str(), " with ", b.str(), " has more than ", cuda::max_broadcast_rank,
-            " dimensions, the most the cuda kernels take");
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        binary_forward_cuda<Op>(layout, a.ptr<T>(), b.ptr<T>(), out.ptr<T>());
-      });
-      break;
-  }
-  // add and sub need only the output gradient: they keep no input alive.
-  const Tensor saved_a = Op::uses_inputs ? a : Tensor(), saved_b = Op::uses_inputs ? b : Tensor();
-  record(out, op, {a, b}, [op, layout, saved_a, saved_b](const Tensor& g, GradSink& sink) {
-    dispatch_floating(g.dtype(), op, [&](auto zero) {
+  on_device(a.device(), [&](auto k) {
+    const int64_t rank = static_cast<int64_t>(layout.out.size());
+    check(layout.kind != BroadcastLayout::Kind::strided || rank <= k.max_broadcast_rank, name, ": broadcasting ", a,
+          " with ", b, " has more than ", k.max_broadcast_rank, " dimensions, the most the cuda kernels take");
+    dispatch_floating(a.dtype(), name, [&](auto zero) {
       using T = decltype(zero);
-      const DeviceType device = g.device().type;
+      binary_forward(k, op, layout, a.ptr<T>(), b.ptr<T>(), out.ptr<T>());
+    });
+  });
+  // add and sub need only the output gradient: they keep no input alive.
+  const bool keep_inputs = cpu::uses_inputs(op);
+  const Tensor saved_a = keep_inputs ? a : Tensor(), saved_b = keep_inputs ? b : Tensor();
+  record(out, name, {a, b}, [name, op, layout, saved_a, saved_b](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), name, [&](auto zero) {
+      using T = decltype(zero);
       const T* ap = saved_a.defined() ? saved_a.ptr<T>() : nullptr;
       const T* bp = saved_b.defined() ? saved_b.ptr<T>() : nullptr;
-      GradMode mode;
-      if (sink.needed(0)) {
-        Tensor& da = sink.buffer(0, mode);
-        binary_backward<cpu::Operand::x, Op>(device, layout, g.ptr<T>(), ap, bp, da.ptr<T>(),
-                                             mode == GradMode::Overwrite);
-      }
-      if (sink.needed(1)) {
-        Tensor& db = sink.buffer(1, mode);
-        binary_backward<cpu::Operand::y, Op>(device, layout, g.ptr<T>(), ap, bp, db.ptr<T>(),
-                                             mode == GradMode::Overwrite);
-      }
+      on_device(g.device(), [&](auto k) {
+        GradMode mode;
+        if (sink.needed(0)) {
+          Tensor& da = sink.buffer(0, mode);
+          binary_backward(k, op, Operand::x, layout, g.ptr<T>(), ap, bp, da.ptr<T>(), mode == GradMode::Overwrite);
+        }
+        if (sink.needed(1)) {
+          Tensor& db = sink.buffer(1, mode);
+          binary_backward(k, op, Operand::y, layout, g.ptr<T>(), ap, bp, db.ptr<T>(), mode == GradMode::Overwrite);
+        }
+      });
     });
   });
   return out;
 }
 
-template <class Op>
-Tensor unary(const char* op_name, const Tensor& a, const Op& op) {
-  check_floating(op_name, a);
+Tensor unary(const char* name, const Tensor& a, UnaryFn fn) {
+  check_floating(name, a);
   Tensor out = empty(a.shape(), a.dtype(), a.device());
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), op_name, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::unary_forward(a.data<T>(), out.data<T>(), a.numel(), op);
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_floating(a.dtype(), op_name, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::unary_forward(cuda_fn(op), a.ptr<T>(), out.ptr<T>(), a.numel());
-      });
-      break;
-  }
+  dispatch_floating(a.dtype(), name, [&](auto zero) {
+    using T = decltype(zero);
+    on_device(a.device(), [&](auto k) { k.unary_forward(fn, a.ptr<T>(), out.ptr<T>(), a.numel()); });
+  });
   // Keep only what the derivative reads; the output through detach() (no cycle).
-  const Tensor saved_in = Op::uses_input ? a : Tensor();
-  const Tensor saved_out = Op::uses_output ? out.detach() : Tensor();
-  record(out, op_name, {a}, [op_name, op, saved_in, saved_out](const Tensor& g, GradSink& sink) {
-    dispatch_floating(g.dtype(), op_name, [&](auto zero) {
+  const Tensor saved_in = cpu::uses_input(fn) ? a : Tensor();
+  const Tensor saved_out = cpu::uses_output(fn) ? out.detach() : Tensor();
+  record(out, name, {a}, [name, fn, saved_in, saved_out](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), name, [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
       const T* in = saved_in.defined() ? saved_in.ptr<T>() : nullptr;
       const T* result = saved_out.defined() ? saved_out.ptr<T>() : nullptr;
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::unary_backward(g.data<T>(), in, result, da.data<T>(), g.numel(), mode == GradMode::Overwrite, op);
-          break;
-        case DeviceType::cuda:
-          cuda::unary_backward(cuda_fn(op), g.ptr<T>(), in, result, da.ptr<T>(), g.numel(),
-                               mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.unary_backward(fn, g.ptr<T>(), in, result, da.ptr<T>(), g.numel(), mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -263,29 +170,30 @@ Shape broadcast_shape(const char* op, const Shape& a, const Shape& b) {
   const Shape pa = left_padded(a, rank), pb = left_padded(b, rank);
   Shape out(rank);
   for (size_t d = 0; d < rank; ++d) {
-    check(pa[d] == pb[d] || pa[d] == 1 || pb[d] == 1, op, ": cannot broadcast shapes ", shape_str(a), " and ",
-          shape_str(b), ": sizes ", pa[d], " and ", pb[d], " differ and neither is 1");
+    if (pa[d] != pb[d] && pa[d] != 1 && pb[d] != 1)
+      fail(op, ": cannot broadcast shapes ", shape_str(a), " and ", shape_str(b), ": sizes ", pa[d], " and ", pb[d],
+           " differ and neither is 1");
     out[d] = pa[d] == 1 ? pb[d] : pa[d];
   }
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary<cpu::Add>("add", a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary<cpu::Sub>("sub", a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary<cpu::Mul>("mul", a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary<cpu::Div>("div", a, b); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary("add", BinaryOp::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", BinaryOp::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", BinaryOp::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary("div", BinaryOp::div, a, b); }
 
-Tensor add(const Tensor& a, double s) { return unary("add", a, cpu::AddScalar{s}); }
-Tensor sub(const Tensor& a, double s) { return unary("sub", a, cpu::SubScalar{s}); }
-Tensor rsub(double s, const Tensor& a) { return unary("rsub", a, cpu::RSubScalar{s}); }
-Tensor mul(const Tensor& a, double s) { return unary("mul", a, cpu::MulScalar{s}); }
-Tensor div(const Tensor& a, double s) { return unary("div", a, cpu::DivScalar{s}); }
-Tensor rdiv(double s, const Tensor& a) { return unary("rdiv", a, cpu::RDivScalar{s}); }
+Tensor add(const Tensor& a, double s) { return unary("add", a, {UnaryOp::add_scalar, s}); }
+Tensor sub(const Tensor& a, double s) { return unary("sub", a, {UnaryOp::sub_scalar, s}); }
+Tensor rsub(double s, const Tensor& a) { return unary("rsub", a, {UnaryOp::rsub_scalar, s}); }
+Tensor mul(const Tensor& a, double s) { return unary("mul", a, {UnaryOp::mul_scalar, s}); }
+Tensor div(const Tensor& a, double s) { return unary("div", a, {UnaryOp::div_scalar, s}); }
+Tensor rdiv(double s, const Tensor& a) { return unary("rdiv", a, {UnaryOp::rdiv_scalar, s}); }
 
-Tensor neg(const Tensor& a) { return unary("neg", a, cpu::Neg{}); }
-Tensor exp(const Tensor& a) { return unary("exp", a, cpu::Exp{}); }
-Tensor log(const Tensor& a) { return unary("log", a, cpu::Log{}); }
-Tensor sqrt(const Tensor& a) { return unary("sqrt", a, cpu::Sqrt{}); }
-Tensor pow(const Tensor& a, double exponent) { return unary("pow", a, cpu::PowScalar{exponent}); }
+Tensor neg(const Tensor& a) { return unary("neg", a, {UnaryOp::neg, 0.0}); }
+Tensor exp(const Tensor& a) { return unary("exp", a, {UnaryOp::exp, 0.0}); }
+Tensor log(const Tensor& a) { return unary("log", a, {UnaryOp::log, 0.0}); }
+Tensor sqrt(const Tensor& a) { return unary("sqrt", a, {UnaryOp::sqrt, 0.0}); }
+Tensor pow(const Tensor& a, double exponent) { return unary("pow", a, {UnaryOp::pow, exponent}); }
 
 }  // namespace mcdl

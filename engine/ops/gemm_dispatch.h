@@ -2,11 +2,15 @@
 // (engine-internal: used by linalg.cpp and conv.cpp).
 #pragma once
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/ops/linalg.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cuda/gemm.h"
 
 namespace mcdl {
+
+// The kernels' form of the matmul precision.
+inline GemmMode gemm_mode() {
+  return matmul_precision() == MatmulPrecision::tf32 ? GemmMode::tf32 : GemmMode::fp32;
+}
 
 // C_i = op(A_i)·op(B_i), or C_i += op(A_i)·op(B_i) in Accumulate mode, for i < batch;
 // row-major, element strides between batch entries (0 = shared by every entry, not for C).
@@ -15,17 +19,10 @@ void batched_gemm(Device device, int64_t batch, bool trans_a, bool trans_b, int6
                   const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T* c,
                   int64_t ldc, int64_t stride_c, GradMode mode) {
   const T beta = mode == GradMode::Overwrite ? T(0) : T(1);
-  switch (device.type) {
-    case DeviceType::cpu:
-      for (int64_t i = 0; i < batch; ++i)
-        cpu::gemm(trans_a, trans_b, m, n, k, T(1), a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-                  c + i * stride_c, ldc);
-      return;
-    case DeviceType::cuda:
-      cuda::gemm(trans_a, trans_b, m, n, k, T(1), a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch,
-                 matmul_precision() == MatmulPrecision::tf32 ? cuda::GemmMode::tf32 : cuda::GemmMode::fp32);
-      return;
-  }
+  on_device(device, [&](auto kernels) {
+    kernels.gemm(trans_a, trans_b, m, n, k, T(1), a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch,
+                 gemm_mode());
+  });
 }
 
 template <class T>

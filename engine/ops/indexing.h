@@ -1,6 +1,7 @@
 // Indexing ops: rows picked by index (index_select) and elements or rows picked by a 0/1
 // mask (masked_select, masked_select_rows). They take every dtype; gradients flow for f32
-// and f64 and scatter back into the selected places.
+// and f64 and scatter back into the selected places. Also the range check of indices, and
+// one_hot.
 #pragma once
 #include "engine/tensor.h"
 
@@ -16,5 +17,13 @@ Tensor masked_select(const Tensor& x, const Tensor& mask);
 
 // The rows of x [N, ...] where mask (u8 [N], values 0 or 1) is 1 → [count, ...].
 Tensor masked_select_rows(const Tensor& x, const Tensor& mask);
+
+// The position of the first of `indices` (i64 or i32, any device) outside [0, rows), or -1 when
+// all are valid. On a CUDA device only that position comes back to the host, not the indices.
+int64_t first_invalid_index(const Tensor& indices, int64_t rows);
+
+// out[i, c] = 1 where classes[i] == c, else 0: classes i64 [n] in [0, num_classes), any device;
+// the result [n, num_classes] of `dtype` (f32 or f64) on that device. Not differentiable.
+Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype = DType::f32);
 
 }  // namespace mcdl

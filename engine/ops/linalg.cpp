@@ -4,7 +4,6 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
-#include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
@@ -19,14 +18,13 @@ struct MatmulDims {
 MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
   check_same_dtype_device("matmul", a, b);
   check_floating("matmul", a);
-  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both inputs need at least 2 dimensions, got ", a.str(), " and ",
-        b.str());
+  check(a.dim() >= 2 && b.dim() >= 2, "matmul: both inputs need at least 2 dimensions, got ", a, " and ", b);
   MatmulDims d{1, a.size(-2), a.size(-1), b.size(-1), b.dim() == 2};
-  check(b.size(-2) == d.k, "matmul: inner dimensions differ: ", a.str(), " · ", b.str());
+  check(b.size(-2) == d.k, "matmul: inner dimensions differ: ", a, " · ", b);
   if (!d.shared_b) {
     check(a.dim() == b.dim() && Shape(a.shape().begin(), a.shape().end() - 2) ==
                                     Shape(b.shape().begin(), b.shape().end() - 2),
-          "matmul: batch dimensions differ: ", a.str(), " · ", b.str());
+          "matmul: batch dimensions differ: ", a, " · ", b);
   }
   for (int64_t i = 0; i < a.dim() - 2; ++i) d.batch *= a.size(i);
   return d;
@@ -76,13 +74,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("linear", x, weight);
   check_floating("linear", x);
-  check(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x.str(),
-        " does not fit weight ", weight.str(), " (expected weight [out, ", x.dim() >= 1 ? x.size(-1) : 0, "])");
+  check(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x,
+        " does not fit weight ", weight, " (expected weight [out, ", x.dim() >= 1 ? x.size(-1) : 0, "])");
   const int64_t in = weight.size(1), out_features = weight.size(0), rows = x.numel() / in;
   if (bias.defined()) {
     check_same_dtype_device("linear", x, bias);
-    check(bias.dim() == 1 && bias.size(0) == out_features, "linear: bias ", bias.str(), " does not fit weight ",
-          weight.str());
+    check(bias.dim() == 1 && bias.size(0) == out_features, "linear: bias ", bias, " does not fit weight ", weight);
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
@@ -95,21 +92,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      out_features, GradMode::Overwrite);
       return;
     }
-    switch (device.type) {
-      case DeviceType::cpu:
-        // The bias is the GEMM's starting value (beta = 1): one pass over the output, not two.
-        cpu::broadcast_rows(bias.ptr<T>(), out.ptr<T>(), rows, out_features);
-        single_gemm<T>(device, false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in,
-                       out.ptr<T>(), out_features, GradMode::Accumulate);
-        break;
-      case DeviceType::cuda:
-        // cuBLASLt adds the bias in the GEMM's epilogue: the output is written once, never read
-        // (for 768->2304 at 128·197 rows, 232 MB not written by a broadcast nor read back).
-        cuda::gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(),
-                        out.ptr<T>(),
-                        matmul_precision() == MatmulPrecision::tf32 ? cuda::GemmMode::tf32 : cuda::GemmMode::fp32);
-        break;
-    }
+    // On CUDA, cuBLASLt adds the bias in the GEMM's epilogue: the output is written once, never
+    // read (for 768->2304 at 128·197 rows, 232 MB not written by a broadcast nor read back).
+    on_device(device, [&](auto k) {
+      k.gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(), out.ptr<T>(),
+                  gemm_mode());
+    });
   });
   record(out, "linear", {x, weight, bias}, [x, weight, rows, in, out_features](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "linear backward", [&](auto zero) {
@@ -129,10 +117,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (sink.needed(2)) {  // db = column sums of G
         Tensor& db = sink.buffer(2, mode);
         const bool overwrite = mode == GradMode::Overwrite;
-        switch (device.type) {
-          case DeviceType::cpu: cpu::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
-          case DeviceType::cuda: cuda::column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); break;
-        }
+        on_device(device, [&](auto k) { k.column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); });
       }
     });
   });

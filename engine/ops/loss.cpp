@@ -1,9 +1,8 @@
 #include "engine/ops/loss.h"
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/loss.h"
-#include "kernels/cuda/loss.h"
 
 namespace mcdl {
 namespace {
@@ -11,8 +10,8 @@ namespace {
 // logits [N, C] with N > 0 (the mean of an empty batch is undefined).
 void check_logits(const char* op, const Tensor& logits) {
   check_floating(op, logits);
-  check(logits.dim() == 2, op, ": logits must be [N, C], got ", logits.str());
-  check(logits.size(0) > 0 && logits.size(1) > 0, op, ": logits ", logits.str(),
+  check(logits.dim() == 2, op, ": logits must be [N, C], got ", logits);
+  check(logits.size(0) > 0 && logits.size(1) > 0, op, ": logits ", logits,
         " are empty; the mean over no samples is undefined");
 }
 
@@ -37,18 +36,12 @@ void dispatch_index(const Tensor& targets, F&& f) {
   }
 }
 
-// The upstream gradient of a 0-dim loss on the CPU. CUDA kernels read it on the device.
-template <class T>
-double scalar_grad(const Tensor& g) {
-  return static_cast<double>(g.data<T>()[0]);
-}
-
 template <class T>
 T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
   return sink.needed(input) ? sink.buffer(input, mode).ptr<T>() : nullptr;
 }
 
-// Device scratch for a loss forward's per-row terms or partial sums.
+// Scratch for a loss forward's per-row terms or partial sums (none on the CPU).
 Tensor loss_scratch(const Tensor& like, int64_t count) { return empty({count}, like.dtype(), like.device()); }
 
 }  // namespace
@@ -57,37 +50,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   check_logits("cross_entropy", logits);
   check_defined("cross_entropy", targets, "targets");
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets.str(), " do not match logits ",
-        logits.str(), " (expected [", rows, "])");
-  check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits.str(), " and ",
-        targets.str());
+  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets, " do not match logits ",
+        logits, " (expected [", rows, "])");
+  check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits, " and ", targets);
   Tensor out = empty({}, logits.dtype(), logits.device());
   Tensor lse = empty({rows}, logits.dtype(), logits.device());
-  switch (logits.device().type) {
-    case DeviceType::cpu:
-      dispatch_index(targets, [&](auto index_zero) {
-        using Index = decltype(index_zero);
-        check_target_range<Index>(targets, classes);
-        dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
-          using T = decltype(zero);
-          out.data<T>()[0] = static_cast<T>(
-              cpu::cross_entropy_forward(logits.data<T>(), targets.data<Index>(), lse.data<T>(), rows, classes));
-        });
+  dispatch_index(targets, [&](auto index_zero) {
+    using Index = decltype(index_zero);
+    check_target_range<Index>(targets.to(Device::cpu()), classes);
+    dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
+      using T = decltype(zero);
+      on_device(logits.device(), [&](auto k) {
+        Tensor row_terms = loss_scratch(logits, k.cross_entropy_scratch_size(rows));
+        k.cross_entropy_forward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), row_terms.ptr<T>(), out.ptr<T>(),
+                                rows, classes);
       });
-      break;
-    case DeviceType::cuda:
-      dispatch_index(targets, [&](auto index_zero) {
-        using Index = decltype(index_zero);
-        check_target_range<Index>(targets.to(Device::cpu()), classes);
-        dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
-          using T = decltype(zero);
-          Tensor row_terms = loss_scratch(logits, rows);
-          cuda::cross_entropy_forward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), row_terms.ptr<T>(),
-                                      out.ptr<T>(), rows, classes);
-        });
-      });
-      break;
-  }
+    });
+  });
   record(out, "cross_entropy", {logits}, [logits, targets, lse, rows, classes](const Tensor& g, GradSink& sink) {
     dispatch_index(targets, [&](auto index_zero) {
       using Index = decltype(index_zero);
@@ -96,17 +75,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
         GradMode mode;
         Tensor& dlogits = sink.buffer(0, mode);
         const bool overwrite = mode == GradMode::Overwrite;
-        switch (logits.device().type) {
-          case DeviceType::cpu:
-            cpu::cross_entropy_backward(logits.data<T>(), targets.data<Index>(), lse.data<T>(),
-                                        scalar_grad<T>(g) / static_cast<double>(rows), dlogits.data<T>(), rows, classes,
-                                        overwrite);
-            break;
-          case DeviceType::cuda:
-            cuda::cross_entropy_backward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), g.ptr<T>(),
-                                         dlogits.ptr<T>(), rows, classes, overwrite);
-            break;
-        }
+        on_device(logits.device(), [&](auto k) {
+          k.cross_entropy_backward(logits.ptr<T>(), targets.ptr<Index>(), lse.ptr<T>(), g.ptr<T>(), dlogits.ptr<T>(),
+                                   rows, classes, overwrite);
+        });
       });
     });
   });
@@ -116,28 +88,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
 Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
   check_logits("cross_entropy_soft", logits);
   check_same_dtype_device("cross_entropy_soft", logits, target_probs);
-  check(target_probs.shape() == logits.shape(), "cross_entropy_soft: target_probs ", target_probs.str(),
-        " do not match logits ", logits.str());
+  check(target_probs.shape() == logits.shape(), "cross_entropy_soft: target_probs ", target_probs,
+        " do not match logits ", logits);
   const int64_t rows = logits.size(0), classes = logits.size(1);
   Tensor out = empty({}, logits.dtype(), logits.device());
   Tensor lse = empty({rows}, logits.dtype(), logits.device());
-  switch (logits.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(logits.dtype(), "cross_entropy_soft", [&](auto zero) {
-        using T = decltype(zero);
-        out.data<T>()[0] = static_cast<T>(
-            cpu::cross_entropy_soft_forward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(), rows, classes));
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_floating(logits.dtype(), "cross_entropy_soft", [&](auto zero) {
-        using T = decltype(zero);
-        Tensor row_terms = loss_scratch(logits, rows);
-        cuda::cross_entropy_soft_forward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), row_terms.ptr<T>(),
-                                         out.ptr<T>(), rows, classes);
-      });
-      break;
-  }
+  dispatch_floating(logits.dtype(), "cross_entropy_soft", [&](auto zero) {
+    using T = decltype(zero);
+    on_device(logits.device(), [&](auto k) {
+      Tensor row_terms = loss_scratch(logits, k.cross_entropy_scratch_size(rows));
+      k.cross_entropy_soft_forward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), row_terms.ptr<T>(),
+                                   out.ptr<T>(), rows, classes);
+    });
+  });
   record(out, "cross_entropy_soft", {logits, target_probs},
          [logits, target_probs, lse, rows, classes](const Tensor& g, GradSink& sink) {
            dispatch_floating(g.dtype(), "cross_entropy_soft backward", [&](auto zero) {
@@ -147,17 +110,10 @@ Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
              T* dprobs = grad_or_null<T>(sink, 1, probs_mode);
              const bool overwrite_logits = logits_mode == GradMode::Overwrite;
              const bool overwrite_probs = probs_mode == GradMode::Overwrite;
-             switch (logits.device().type) {
-               case DeviceType::cpu:
-                 cpu::cross_entropy_soft_backward(logits.data<T>(), target_probs.data<T>(), lse.data<T>(),
-                                                  scalar_grad<T>(g) / static_cast<double>(rows), dlogits,
-                                                  overwrite_logits, dprobs, overwrite_probs, rows, classes);
-                 break;
-               case DeviceType::cuda:
-                 cuda::cross_entropy_soft_backward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), g.ptr<T>(),
-                                                   dlogits, overwrite_logits, dprobs, overwrite_probs, rows, classes);
-                 break;
-             }
+             on_device(logits.device(), [&](auto k) {
+               k.cross_entropy_soft_backward(logits.ptr<T>(), target_probs.ptr<T>(), lse.ptr<T>(), g.ptr<T>(), dlogits,
+                                             overwrite_logits, dprobs, overwrite_probs, rows, classes);
+             });
            });
          });
   return out;
@@ -166,25 +122,17 @@ Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {
 Tensor mse_loss(const Tensor& a, const Tensor& b) {
   check_floating("mse_loss", a);
   check_same_dtype_device("mse_loss", a, b);
-  check(a.shape() == b.shape(), "mse_loss: shapes differ: ", a.str(), " vs ", b.str());
-  check(a.numel() > 0, "mse_loss: inputs ", a.str(), " are empty; the mean over no elements is undefined");
+  check(a.shape() == b.shape(), "mse_loss: shapes differ: ", a, " vs ", b);
+  check(a.numel() > 0, "mse_loss: inputs ", a, " are empty; the mean over no elements is undefined");
   const int64_t n = a.numel();
   Tensor out = empty({}, a.dtype(), a.device());
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), "mse_loss", [&](auto zero) {
-        using T = decltype(zero);
-        out.data<T>()[0] = static_cast<T>(cpu::mse_forward(a.data<T>(), b.data<T>(), n));
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_floating(a.dtype(), "mse_loss", [&](auto zero) {
-        using T = decltype(zero);
-        Tensor partials = loss_scratch(a, cuda::mse_scratch_size(n));
-        cuda::mse_forward(a.ptr<T>(), b.ptr<T>(), partials.ptr<T>(), out.ptr<T>(), n);
-      });
-      break;
-  }
+  dispatch_floating(a.dtype(), "mse_loss", [&](auto zero) {
+    using T = decltype(zero);
+    on_device(a.device(), [&](auto k) {
+      Tensor partials = loss_scratch(a, k.mse_scratch_size(n));
+      k.mse_forward(a.ptr<T>(), b.ptr<T>(), partials.ptr<T>(), out.ptr<T>(), n);
+    });
+  });
   record(out, "mse_loss", {a, b}, [a, b, n](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "mse_loss backward", [&](auto zero) {
       using T = decltype(zero);
@@ -192,15 +140,9 @@ Tensor mse_loss(const Tensor& a, const Tensor& b) {
       T* da = grad_or_null<T>(sink, 0, a_mode);
       T* db = grad_or_null<T>(sink, 1, b_mode);
       const bool overwrite_a = a_mode == GradMode::Overwrite, overwrite_b = b_mode == GradMode::Overwrite;
-      switch (a.device().type) {
-        case DeviceType::cpu:
-          cpu::mse_backward(a.data<T>(), b.data<T>(), scalar_grad<T>(g) / static_cast<double>(n), da, overwrite_a, db,
-                            overwrite_b, n);
-          break;
-        case DeviceType::cuda:
-          cuda::mse_backward(a.ptr<T>(), b.ptr<T>(), g.ptr<T>(), da, overwrite_a, db, overwrite_b, n);
-          break;
-      }
+      on_device(a.device(), [&](auto k) {
+        k.mse_backward(a.ptr<T>(), b.ptr<T>(), g.ptr<T>(), da, overwrite_a, db, overwrite_b, n);
+      });
     });
   });
   return out;

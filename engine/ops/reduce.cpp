@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/reduce.h"
-#include "kernels/cuda/reduce.h"
 
 namespace mcdl {
 namespace {
@@ -18,7 +17,7 @@ struct ReduceGeometry {
 
 ReduceGeometry all_geometry(const char* op, const Tensor& a) {
   check_floating(op, a);
-  check(a.numel() > 0, op, ": empty reduction: ", a.str(), " has no elements");
+  check(a.numel() > 0, op, ": empty reduction: ", a, " has no elements");
   return {1, a.numel(), 1, {}};
 }
 
@@ -31,7 +30,7 @@ ReduceGeometry axis_geometry(const char* op, const Tensor& a, int64_t axis, bool
   for (int64_t i = 0; i < d; ++i) geo.outer *= a.size(i);
   geo.len = a.size(d);
   for (int64_t i = d + 1; i < rank; ++i) geo.inner *= a.size(i);
-  check(geo.len > 0, op, ": empty reduction over axis ", axis, " of ", a.str());
+  check(geo.len > 0, op, ": empty reduction over axis ", axis, " of ", a);
   if (keepdim) {
     geo.out_shape[static_cast<size_t>(d)] = 1;
   } else {
@@ -40,9 +39,11 @@ ReduceGeometry axis_geometry(const char* op, const Tensor& a, int64_t axis, bool
   return geo;
 }
 
-// Device scratch of a two-pass CUDA reduction (8-byte words of `dtype`); undefined when one pass suffices.
-Tensor cuda_scratch(const ReduceGeometry& geo, DType dtype, Device device) {
-  const int64_t words = cuda::reduce_scratch_words(geo.outer, geo.len, geo.inner);
+// Scratch of a two-pass reduction (8-byte words of `dtype`); undefined when one pass suffices,
+// as it always does on the CPU.
+template <class Kernels>
+Tensor reduce_scratch(Kernels k, const ReduceGeometry& geo, DType dtype, Device device) {
+  const int64_t words = k.reduce_scratch_words(geo.outer, geo.len, geo.inner);
   return words > 0 ? empty({words}, dtype, device) : Tensor();
 }
 
@@ -54,37 +55,22 @@ T* ptr_or_null(Tensor& t) {
 // Sum (divisor 1) or mean (divisor len) over the middle of the geometry.
 Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, double divisor) {
   Tensor out = empty(geo.out_shape, a.dtype(), a.device());
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::sum_axis(a.data<T>(), out.data<T>(), geo.outer, geo.len, geo.inner, divisor);
-      });
-      break;
-    case DeviceType::cuda: {
-      Tensor scratch = cuda_scratch(geo, DType::f64, a.device());
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::sum_axis(a.ptr<T>(), out.ptr<T>(), geo.outer, geo.len, geo.inner, divisor, ptr_or_null<double>(scratch));
-      });
-      break;
-    }
-  }
+  on_device(a.device(), [&](auto k) {
+    Tensor scratch = reduce_scratch(k, geo, DType::f64, a.device());
+    dispatch_floating(a.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      k.sum_axis(a.ptr<T>(), out.ptr<T>(), geo.outer, geo.len, geo.inner, divisor, ptr_or_null<double>(scratch));
+    });
+  });
   record(out, op, {a}, [op, geo, divisor](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::sum_axis_backward(g.data<T>(), da.data<T>(), geo.outer, geo.len, geo.inner, divisor,
-                                 mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::sum_axis_backward(g.ptr<T>(), da.ptr<T>(), geo.outer, geo.len, geo.inner, divisor,
-                                  mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.sum_axis_backward(g.ptr<T>(), da.ptr<T>(), geo.outer, geo.len, geo.inner, divisor,
+                            mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -93,23 +79,14 @@ Tensor sum_over(const char* op, const Tensor& a, const ReduceGeometry& geo, doub
 // The position of the first maximum over the middle of the geometry into index, and its value
 // into values where that is defined.
 void max_positions(const char* op, const Tensor& a, const ReduceGeometry& geo, Tensor& values, Tensor& index) {
-  switch (a.device().type) {
-    case DeviceType::cpu:
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        cpu::max_axis(a.data<T>(), ptr_or_null<T>(values), index.data<int64_t>(), geo.outer, geo.len, geo.inner);
-      });
-      break;
-    case DeviceType::cuda: {
-      Tensor scratch = cuda_scratch(geo, DType::i64, a.device());
-      dispatch_floating(a.dtype(), op, [&](auto zero) {
-        using T = decltype(zero);
-        cuda::max_axis(a.ptr<T>(), ptr_or_null<T>(values), index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
-                       ptr_or_null<int64_t>(scratch));
-      });
-      break;
-    }
-  }
+  on_device(a.device(), [&](auto k) {
+    Tensor scratch = reduce_scratch(k, geo, DType::i64, a.device());
+    dispatch_floating(a.dtype(), op, [&](auto zero) {
+      using T = decltype(zero);
+      k.max_axis(a.ptr<T>(), ptr_or_null<T>(values), index.ptr<int64_t>(), geo.outer, geo.len, geo.inner,
+                 ptr_or_null<int64_t>(scratch));
+    });
+  });
 }
 
 // The maximum over the middle of the geometry; the gradient goes to the first maximal element.
@@ -122,16 +99,10 @@ Tensor max_over(const char* op, const Tensor& a, const ReduceGeometry& geo) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& da = sink.buffer(0, mode);
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::max_axis_backward(g.data<T>(), index.data<int64_t>(), da.data<T>(), geo.outer, geo.len, geo.inner,
-                                 mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::max_axis_backward(g.ptr<T>(), index.ptr<int64_t>(), da.ptr<T>(), geo.outer, geo.len, geo.inner,
-                                  mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.max_axis_backward(g.ptr<T>(), index.ptr<int64_t>(), da.ptr<T>(), geo.outer, geo.len, geo.inner,
+                            mode == GradMode::Overwrite);
+      });
     });
   });
   return out;

@@ -1,9 +1,8 @@
 #include "engine/ops/shape.h"
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/shape.h"
-#include "kernels/cuda/shape.h"
 
 namespace mcdl {
 namespace {
@@ -27,24 +26,14 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
   Shape out_shape(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) out_shape[d] = x.shape()[perm[d]];
   Tensor out = empty(out_shape, x.dtype(), x.device());
-  switch (x.device().type) {
-    case DeviceType::cpu:
-      dispatch_any(x.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        cpu::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
-                     perm.data(), rank, true);
-      });
-      break;
-    case DeviceType::cuda:
-      check(rank <= cuda::max_permute_rank, op, ": the CUDA kernel takes at most ", cuda::max_permute_rank,
-            " axes, got ", x.str());
-      dispatch_any(x.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        cuda::permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
-                      perm.data(), rank, true);
-      });
-      break;
-  }
+  on_device(x.device(), [&](auto k) {
+    check(rank <= k.max_permute_rank, op, ": the CUDA kernel takes at most ", k.max_permute_rank, " axes, got ", x);
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using Bits = cpu::bits_of<decltype(zero)>;
+      k.permute(static_cast<const Bits*>(x.raw_data()), static_cast<Bits*>(out.raw_data()), x.shape().data(),
+                perm.data(), rank, true);
+    });
+  });
   std::vector<int64_t> inverse(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
   record(out, op, {x}, [op, inverse, out_shape](const Tensor& g, GradSink& sink) {
@@ -53,14 +42,9 @@ Tensor permuted(const char* op, const Tensor& x, const std::vector<int64_t>& per
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
       const int64_t rank = static_cast<int64_t>(inverse.size());
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::permute(g.data<T>(), dx.data<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::permute(g.ptr<T>(), dx.ptr<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.permute(g.ptr<T>(), dx.ptr<T>(), out_shape.data(), inverse.data(), rank, mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -74,21 +58,22 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   int64_t inferred = -1, known = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
-      check(inferred < 0, "reshape: at most one dimension may be -1, got ", shape_str(shape));
+      if (inferred >= 0) fail("reshape: at most one dimension may be -1, got ", shape_str(shape));
       inferred = static_cast<int64_t>(d);
     } else {
-      check(shape[d] >= 0, "reshape: invalid dimension ", shape[d], " in ", shape_str(shape));
+      if (shape[d] < 0) fail("reshape: invalid dimension ", shape[d], " in ", shape_str(shape));
       known *= shape[d];
     }
   }
   if (inferred >= 0) {
     // PyTorch refuses this too: with zero known elements the -1 could be any size.
-    check(known != 0, "reshape: cannot infer the -1 in ", shape_str(shape), " for ", x.str(),
-          ": the other dimensions hold zero elements");
+    if (known == 0)
+      fail("reshape: cannot infer the -1 in ", shape_str(shape), " for ", x,
+           ": the other dimensions hold zero elements");
     resolved[inferred] = x.numel() / known;
   }
-  check(shape_numel(resolved) == x.numel(), "reshape: cannot reshape ", x.str(), " (", x.numel(), " elements) into ",
-        shape_str(shape));
+  if (shape_numel(resolved) != x.numel())
+    fail("reshape: cannot reshape ", x, " (", x.numel(), " elements) into ", shape_str(shape));
   Tensor out = view_of(x, resolved, x.storage_offset());
   record(out, "reshape", {x}, [x_shape = x.shape()](const Tensor& g, GradSink& sink) {
     sink.add(0, view_of(g, x_shape, g.storage_offset()));
@@ -98,14 +83,14 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   check_defined("permute", x);
-  check(static_cast<int64_t>(dims.size()) == x.dim(), "permute: dims ", shape_str(dims), " do not match the rank of ",
-        x.str());
+  if (static_cast<int64_t>(dims.size()) != x.dim())
+    fail("permute: dims ", shape_str(dims), " do not match the rank of ", x);
   std::vector<int64_t> perm;
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : dims) {
     const int64_t axis = normalize_axis("permute", d, x.dim());
-    check(!seen[axis], "permute: dims ", shape_str(dims), " name axis ", axis,
-          " twice; not a permutation of the axes of ", x.str());
+    if (seen[axis])
+      fail("permute: dims ", shape_str(dims), " name axis ", axis, " twice; not a permutation of the axes of ", x);
     seen[axis] = true;
     perm.push_back(axis);
   }
@@ -135,38 +120,22 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
     out = view_of(x, out_shape, x.storage_offset() + start * s.inner);
   } else {
     out = empty(out_shape, x.dtype(), x.device());
-    switch (x.device().type) {
-      case DeviceType::cpu:
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
-          cpu::copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start,
-                               static_cast<Bits*>(out.raw_data()), count, 0, s.outer, count, s.inner, true);
-        });
-        break;
-      case DeviceType::cuda:
-        dispatch_any(x.dtype(), [&](auto zero) {
-          using Bits = cpu::bits_of<decltype(zero)>;
-          cuda::copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start,
-                                static_cast<Bits*>(out.raw_data()), count, 0, s.outer, count, s.inner, true);
-        });
-        break;
-    }
+    dispatch_any(x.dtype(), [&](auto zero) {
+      using Bits = cpu::bits_of<decltype(zero)>;
+      on_device(x.device(), [&](auto k) {
+        k.copy_axis_block(static_cast<const Bits*>(x.raw_data()), s.axis, start, static_cast<Bits*>(out.raw_data()),
+                          count, 0, s.outer, count, s.inner, true);
+      });
+    });
   }
   record(out, "slice", {x}, [s, start, count](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "slice", [&](auto zero) {
       using T = decltype(zero);
       GradMode mode;
       Tensor& dx = sink.buffer(0, mode);
-      switch (g.device().type) {
-        case DeviceType::cpu:
-          cpu::slice_backward(g.data<T>(), dx.data<T>(), s.outer, s.axis, start, count, s.inner,
-                              mode == GradMode::Overwrite);
-          break;
-        case DeviceType::cuda:
-          cuda::slice_backward(g.ptr<T>(), dx.ptr<T>(), s.outer, s.axis, start, count, s.inner,
-                               mode == GradMode::Overwrite);
-          break;
-      }
+      on_device(g.device(), [&](auto k) {
+        k.slice_backward(g.ptr<T>(), dx.ptr<T>(), s.outer, s.axis, start, count, s.inner, mode == GradMode::Overwrite);
+      });
     });
   });
   return out;
@@ -185,36 +154,23 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     check_same_dtype_device("concat", first, t);
     bool fits = t.dim() == first.dim();
     for (int64_t d = 0; fits && d < t.dim(); ++d) fits = d == a || t.shape()[d] == first.shape()[d];
-    check(fits, "concat: tensor ", i, " ", t.str(), " does not match tensor 0 ", first.str(), " outside axis ", axis);
+    check(fits, "concat: tensor ", i, " ", t, " does not match tensor 0 ", first, " outside axis ", axis);
     lengths.push_back(t.shape()[a]);
     out_shape[a] += t.shape()[a];
   }
   const AxisSplit s = split_at(out_shape, a);
   Tensor out = empty(out_shape, first.dtype(), first.device());
-  switch (first.device().type) {
-    case DeviceType::cpu:
-      dispatch_any(first.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        int64_t offset = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) {
-          cpu::copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
-                               static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
-          offset += lengths[i];
-        }
-      });
-      break;
-    case DeviceType::cuda:
-      dispatch_any(first.dtype(), [&](auto zero) {
-        using Bits = cpu::bits_of<decltype(zero)>;
-        int64_t offset = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) {
-          cuda::copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
-                                static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
-          offset += lengths[i];
-        }
-      });
-      break;
-  }
+  dispatch_any(first.dtype(), [&](auto zero) {
+    using Bits = cpu::bits_of<decltype(zero)>;
+    on_device(first.device(), [&](auto k) {
+      int64_t offset = 0;
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        k.copy_axis_block(static_cast<const Bits*>(tensors[i].raw_data()), lengths[i], 0,
+                          static_cast<Bits*>(out.raw_data()), s.axis, offset, s.outer, lengths[i], s.inner, true);
+        offset += lengths[i];
+      }
+    });
+  });
   record(out, "concat", tensors, [s, lengths](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "concat", [&](auto zero) {
       using T = decltype(zero);
@@ -223,16 +179,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
         if (!sink.needed(i)) continue;
         GradMode mode;
         Tensor& dx = sink.buffer(i, mode);
-        switch (g.device().type) {
-          case DeviceType::cpu:
-            cpu::copy_axis_block(g.data<T>(), s.axis, offset, dx.data<T>(), lengths[i], 0, s.outer, lengths[i],
-                                 s.inner, mode == GradMode::Overwrite);
-            break;
-          case DeviceType::cuda:
-            cuda::copy_axis_block(g.ptr<T>(), s.axis, offset, dx.ptr<T>(), lengths[i], 0, s.outer, lengths[i],
-                                  s.inner, mode == GradMode::Overwrite);
-            break;
-        }
+        on_device(g.device(), [&](auto k) {
+          k.copy_axis_block(g.ptr<T>(), s.axis, offset, dx.ptr<T>(), lengths[i], 0, s.outer, lengths[i], s.inner,
+                            mode == GradMode::Overwrite);
+        });
       }
     });
   });

@@ -3,9 +3,8 @@
 #include <cmath>
 
 #include "engine/autograd.h"
+#include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
 
 namespace mcdl {
 
@@ -31,31 +30,16 @@ void AdamW::step() {
       Tensor& exp_avg = state_tensor("exp_avg", p, false, created);
       Tensor& exp_avg_sq = state_tensor("exp_avg_sq", p, false, created);
       Tensor& step_count = state_tensor("step", p, true, created);
-      switch (param.device().type) {
-        case DeviceType::cpu: {
-          double& t = step_count.data<double>()[0];
-          t += 1;
-          const cpu::AdamWCoefficients coefficients{group.lr, group.weight_decay, options_.beta1, options_.beta2,
-                                                    options_.eps, static_cast<int64_t>(t)};
-          dispatch_floating(param.dtype(), "AdamW step", [&](auto zero) {
-            using T = decltype(zero);
-            cpu::adamw_update(param.data<T>(), grad.data<T>(), exp_avg.data<T>(), exp_avg_sq.data<T>(),
-                              param.numel(), coefficients);
-          });
-          break;
-        }
-        case DeviceType::cuda: {
-          // The step counter stays on the device (the kernel increments it), so no sync per parameter.
-          const cuda::AdamWCoefficients coefficients{group.lr, group.weight_decay, options_.beta1, options_.beta2,
-                                                     options_.eps};
-          dispatch_floating(param.dtype(), "AdamW step", [&](auto zero) {
-            using T = decltype(zero);
-            cuda::adamw_update(param.ptr<T>(), grad.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(),
-                               step_count.ptr<double>(), param.numel(), coefficients);
-          });
-          break;
-        }
-      }
+      // The step counter stays on the parameter's device (the kernel increments it): on a GPU, no
+      // sync per parameter.
+      const AdamWCoefficients coefficients{group.lr, group.weight_decay, options_.beta1, options_.beta2, options_.eps};
+      dispatch_floating(param.dtype(), "AdamW step", [&](auto zero) {
+        using T = decltype(zero);
+        on_device(param.device(), [&](auto k) {
+          k.adamw_update(param.ptr<T>(), grad.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), step_count.ptr<double>(),
+                         param.numel(), coefficients);
+        });
+      });
     }
   }
 }

@@ -1,6 +1,7 @@
 // Copy, conversion, fill and gradient accumulation on raw host buffers.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/parallel.h"
@@ -15,6 +16,9 @@ void convert(const Src* src, Dst* dst, int64_t n) {
 inline void convert(const float* src, bf16* dst, int64_t n) {
   parallel_for(n, [&](int64_t i) { dst[i] = bf16(src[i]); });
 }
+
+// `bytes` bytes from src to dst within host memory (the twin of cuda::copy_device_to_device).
+inline void copy_device_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 template <class T>
 void fill(T* dst, T value, int64_t n) {

@@ -1,15 +1,20 @@
 // Element-wise math on raw host buffers: unary maps, binary ops with broadcasting, and
 // their backward passes. Each op is a small struct holding its forward formula and its
-// partial derivatives; the kernels below only walk memory and call those formulas.
+// partial derivatives; the kernels below only walk memory and call those formulas. At the end,
+// the same kernels with the op named by value (kernels/elementwise_op.h), the form the CUDA
+// twins (kernels/cuda/elementwise.h) take too.
 // Gradient sums over broadcast dimensions run in double and in a fixed order, so they do
 // not depend on the thread count.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/elementwise_op.h"
 
 namespace mcdl::cpu {
 
@@ -113,9 +118,6 @@ struct Div {
   template <class T> static T grad_y(T g, T x, T y) { return -g * x / (y * y); }
 };
 
-// Which operand of a binary op a gradient kernel computes.
-enum class Operand { x, y };
-
 namespace detail {
 // p[i] when the formula reads it, else a dummy: an op that does not need a value may pass
 // a null pointer for it.
@@ -187,7 +189,9 @@ void binary_rows(const T* a, const T* b, T* out, int64_t rows, int64_t cols) {
 }
 
 // General broadcasting: out is contiguous with `shape` (rank >= 1); a_strides / b_strides
-// give each operand's element stride per output dimension (0 where it is broadcast).
+// give each operand's element stride per output dimension (0 where it is broadcast). Any rank
+// (the CUDA kernels take at most their max_broadcast_rank).
+inline constexpr int64_t max_broadcast_rank = std::numeric_limits<int64_t>::max();
 template <class Op, class T>
 void binary_strided(const T* a, const int64_t* a_strides, const T* b, const int64_t* b_strides, T* out,
                     const int64_t* shape, int64_t rank) {
@@ -312,6 +316,122 @@ void binary_grad_strided(const T* g, const T* a, const int64_t* a_strides, const
       }
     }
     detail::write_sum(dst + t, s, overwrite);
+  });
+}
+
+// ---- the ops named by value (UnaryFn, BinaryOp, Operand) ------------------------------------
+
+// Calls f with the functor of fn.
+template <class F>
+void with_unary_op(UnaryFn fn, F&& f) {
+  switch (fn.op) {
+    case UnaryOp::neg: return f(Neg{});
+    case UnaryOp::exp: return f(Exp{});
+    case UnaryOp::log: return f(Log{});
+    case UnaryOp::sqrt: return f(Sqrt{});
+    case UnaryOp::pow: return f(PowScalar{fn.scalar});
+    case UnaryOp::add_scalar: return f(AddScalar{fn.scalar});
+    case UnaryOp::sub_scalar: return f(SubScalar{fn.scalar});
+    case UnaryOp::rsub_scalar: return f(RSubScalar{fn.scalar});
+    case UnaryOp::mul_scalar: return f(MulScalar{fn.scalar});
+    case UnaryOp::div_scalar: return f(DivScalar{fn.scalar});
+    case UnaryOp::rdiv_scalar: return f(RDivScalar{fn.scalar});
+  }
+}
+
+template <class F>
+void with_binary_op(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::add: return f(Add{});
+    case BinaryOp::sub: return f(Sub{});
+    case BinaryOp::mul: return f(Mul{});
+    case BinaryOp::div: return f(Div{});
+  }
+}
+
+// Calls f with the binary op and the operand as types (a std::integral_constant for the side).
+template <class F>
+void with_binary_grad(BinaryOp op, Operand side, F&& f) {
+  with_binary_op(op, [&](auto binary) {
+    if (side == Operand::x) {
+      f(binary, std::integral_constant<Operand, Operand::x>{});
+    } else {
+      f(binary, std::integral_constant<Operand, Operand::y>{});
+    }
+  });
+}
+
+// What an op's derivative reads (its uses_input, uses_output, uses_inputs): an op keeps only
+// those values alive for its backward, and passes null for the others.
+inline bool uses_input(UnaryFn fn) {
+  bool uses = false;
+  with_unary_op(fn, [&](auto op) { uses = decltype(op)::uses_input; });
+  return uses;
+}
+inline bool uses_output(UnaryFn fn) {
+  bool uses = false;
+  with_unary_op(fn, [&](auto op) { uses = decltype(op)::uses_output; });
+  return uses;
+}
+inline bool uses_inputs(BinaryOp op) {
+  bool uses = false;
+  with_binary_op(op, [&](auto binary) { uses = decltype(binary)::uses_inputs; });
+  return uses;
+}
+
+template <class T>
+void unary_forward(UnaryFn fn, const T* x, T* y, int64_t n) {
+  with_unary_op(fn, [&](const auto& op) { unary_forward(x, y, n, op); });
+}
+template <class T>
+void unary_backward(UnaryFn fn, const T* g, const T* x, const T* y, T* dx, int64_t n, bool overwrite) {
+  with_unary_op(fn, [&](const auto& op) { unary_backward(g, x, y, dx, n, overwrite, op); });
+}
+
+template <class T>
+void binary_same(BinaryOp op, const T* a, const T* b, T* out, int64_t n) {
+  with_binary_op(op, [&](auto binary) { binary_same<decltype(binary)>(a, b, out, n); });
+}
+template <class T>
+void binary_rows(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols) {
+  with_binary_op(op, [&](auto binary) { binary_rows<decltype(binary)>(a, b, out, rows, cols); });
+}
+template <class T>
+void binary_strided(BinaryOp op, const T* a, const int64_t* a_strides, const T* b, const int64_t* b_strides, T* out,
+                    const int64_t* shape, int64_t rank) {
+  with_binary_op(op, [&](auto binary) {
+    binary_strided<decltype(binary)>(a, a_strides, b, b_strides, out, shape, rank);
+  });
+}
+
+template <class T>
+void binary_grad_same(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t n,
+                      bool overwrite) {
+  with_binary_grad(op, side, [&](auto binary, auto operand) {
+    binary_grad_same<decltype(operand)::value, decltype(binary)>(g, a, b, dst, n, overwrite);
+  });
+}
+template <class T>
+void binary_grad_rows_full(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t rows,
+                           int64_t cols, bool overwrite) {
+  with_binary_grad(op, side, [&](auto binary, auto operand) {
+    binary_grad_rows_full<decltype(operand)::value, decltype(binary)>(g, a, b, dst, rows, cols, overwrite);
+  });
+}
+template <class T>
+void binary_grad_rows_reduced(BinaryOp op, Operand side, const T* g, const T* a, const T* b, T* dst, int64_t rows,
+                              int64_t cols, bool overwrite) {
+  with_binary_grad(op, side, [&](auto binary, auto operand) {
+    binary_grad_rows_reduced<decltype(operand)::value, decltype(binary)>(g, a, b, dst, rows, cols, overwrite);
+  });
+}
+template <class T>
+void binary_grad_strided(BinaryOp op, Operand side, const T* g, const T* a, const int64_t* a_strides, const T* b,
+                         const int64_t* b_strides, const int64_t* shape, const int64_t* target_shape, int64_t rank,
+                         T* dst, bool overwrite) {
+  with_binary_grad(op, side, [&](auto binary, auto operand) {
+    binary_grad_strided<decltype(operand)::value, decltype(binary)>(g, a, a_strides, b, b_strides, shape,
+                                                                    target_shape, rank, dst, overwrite);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/gemm_mode.h"
 
 namespace mcdl::cpu {
 
@@ -23,12 +24,33 @@ inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, do
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
+// The batched form of kernels/cuda/gemm.h: C_i = alpha·op(A_i)·op(B_i) + beta·C_i for i < batch,
+// X_i = X + i·stride_x (stride 0 = shared by every i), one product after the other.
+template <class T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+          int64_t batch, GemmMode /*mode: always full precision on the host*/) {
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+}
+
 // out[r, :] = bias for every row: the start value for a linear layer's GEMM with beta = 1.
 template <class T>
 void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
   parallel_rows(rows, cols, [&](int64_t r) {
     for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = bias[c];
   });
+}
+
+// C = op(A)·op(B) + bias, bias[j] added to column j of every row, C contiguous m×n (the twin of
+// cuda::gemm_bias). The bias is the GEMM's starting value (beta = 1): one pass over C, not two.
+// Returns false: the bias is never fused into the product here.
+template <class T>
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+               int64_t ldb, const T* bias, T* c, GemmMode /*mode: always full precision on the host*/) {
+  broadcast_rows(bias, c, m, n);
+  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, T(1), c, n);
+  return false;
 }
 
 // out[c] (=|+=) Σ_r in[r, c]. Rows are summed in fixed blocks whose partial sums are added

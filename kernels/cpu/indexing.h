@@ -3,18 +3,18 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
 
-// Position of the first index outside [0, rows), or -1 when all are valid.
+// *first_invalid = the position of the first index outside [0, rows), or `count` when all are
+// valid.
 template <class I>
-int64_t first_invalid_index(const I* indices, int64_t count, int64_t rows) {
-  for (int64_t i = 0; i < count; ++i)
-    if (indices[i] < 0 || static_cast<int64_t>(indices[i]) >= rows) return i;
-  return -1;
+void first_invalid_index(const I* indices, int64_t count, int64_t rows, int64_t* first_invalid) {
+  int64_t i = 0;
+  while (i < count && indices[i] >= 0 && static_cast<int64_t>(indices[i]) < rows) ++i;
+  *first_invalid = i;
 }
 
 // out[i, :] = x[indices[i], :] for i in [0, count). Indices must be valid.
@@ -26,27 +26,22 @@ void gather_rows(const T* x, const I* indices, T* out, int64_t count, int64_t ro
   });
 }
 
-// dst[r, :] (=|+=) Σ grad[i, :] over the positions i with indices[i] == r, summed in double in
-// position order, so repeated indices give the same result for any thread count. dst has
-// `rows` rows; in overwrite mode rows that no index names become zero.
-template <class T, class I>
-void scatter_add_rows(const T* grad, const I* indices, T* dst, int64_t count, int64_t rows, int64_t row,
-                      bool overwrite) {
-  // Positions grouped by target row, in order (a stable counting sort).
-  std::vector<int64_t> start(static_cast<size_t>(rows + 1), 0), positions(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) ++start[static_cast<size_t>(indices[i]) + 1];
-  for (int64_t r = 0; r < rows; ++r) start[r + 1] += start[r];
-  std::vector<int64_t> next(start.begin(), start.end() - 1);
-  for (int64_t i = 0; i < count; ++i) positions[next[static_cast<size_t>(indices[i])]++] = i;
-
+// dst[r, :] (=|+=) Σ grad[positions[p], :] over p in [row_starts[r], row_starts[r + 1]), summed
+// in double in that order (the positions of index_select's indices grouped by target row,
+// ascending within a row), so repeated indices give the same result for any thread count. dst
+// has `rows` rows; in overwrite mode rows that no position names become zero.
+template <class T>
+void scatter_add_rows(const T* grad, const int64_t* row_starts, const int64_t* positions, T* dst, int64_t rows,
+                      int64_t row, bool overwrite) {
   constexpr int64_t chunk = 256;  // columns summed together in a double accumulator
+  const int64_t count = row_starts[rows];
   const int64_t row_cost = row * (1 + count / std::max<int64_t>(rows, 1));
   parallel_rows(rows, row_cost, [&](int64_t r) {
     T* out = dst + r * row;
     for (int64_t c0 = 0; c0 < row; c0 += chunk) {
       const int64_t width = std::min(chunk, row - c0);
       double acc[chunk] = {};
-      for (int64_t p = start[r]; p < start[r + 1]; ++p) {
+      for (int64_t p = row_starts[r]; p < row_starts[r + 1]; ++p) {
         const T* g = grad + positions[p] * row + c0;
         for (int64_t c = 0; c < width; ++c) acc[c] += g[c];
       }
@@ -56,20 +51,20 @@ void scatter_add_rows(const T* grad, const I* indices, T* dst, int64_t count, in
   });
 }
 
-// Position of the first mask value other than 0 or 1, or -1 when all are valid.
-inline int64_t first_invalid_mask(const uint8_t* mask, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    if (mask[i] > 1) return i;
-  return -1;
-}
+// The int64s of `summary` mask_places writes (the CUDA twin also scans in it).
+inline constexpr int64_t mask_summary_size = 2;
 
-// For each of n rows, its place among the selected rows (or -1 when not selected); returns
-// the places and, through `selected`, how many rows the mask selects.
-inline std::vector<int64_t> mask_places(const uint8_t* mask, int64_t n, int64_t& selected) {
-  std::vector<int64_t> places(static_cast<size_t>(n));
-  selected = 0;
-  for (int64_t i = 0; i < n; ++i) places[i] = mask[i] ? selected++ : -1;
-  return places;
+// For each of n mask values its place among the selected (non-zero) ones, or -1: places[n].
+// summary[0] = the number selected, summary[1] = the position of the first value other than
+// 0 or 1, or n when all are valid.
+inline void mask_places(const uint8_t* mask, int64_t n, int64_t* places, int64_t* summary) {
+  int64_t selected = 0, first_invalid = n;
+  for (int64_t i = 0; i < n; ++i) {
+    if (mask[i] > 1 && first_invalid == n) first_invalid = i;
+    places[i] = mask[i] ? selected++ : -1;
+  }
+  summary[0] = selected;
+  summary[1] = first_invalid;
 }
 
 // out[places[i], :] = x[i, :] for the selected rows i of n (places from mask_places).

@@ -1,7 +1,9 @@
-// Fused CPU kernels for the losses of engine/ops/loss.h, mean reduction (PyTorch default).
-// A forward computes per-row terms in parallel and adds them in row order (deterministic for
-// any thread count) and returns the mean as double; a backward gets `scale` = dL/dloss / count
-// and writes (overwrite) or adds into each wanted gradient (null pointer: not wanted).
+// Fused CPU kernels for the losses of engine/ops/loss.h, mean reduction (PyTorch default), with
+// the arguments of their CUDA twins (kernels/cuda/loss.h). A forward computes per-row terms in
+// parallel and adds them in row order in double (deterministic for any thread count) and writes
+// the mean into the 0-dim `loss`; it needs no scratch (scratch sizes are 0, the pointers unused).
+// A backward reads the upstream gradient `grad_loss` (one value), divides it by the count, and
+// writes (overwrite) or adds into each wanted gradient (null pointer: not wanted).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -22,22 +24,27 @@ double ordered_row_sum(int64_t rows, int64_t row_cost, F&& row_term) {
   return total;
 }
 
+// Elements of scratch the cross-entropy forwards need (row_terms): none.
+inline int64_t cross_entropy_scratch_size(int64_t) { return 0; }
+
 // ---- cross_entropy with class indices: mean_n (lse_n − logits[n, t_n]) ------------------------
 // Targets must already be checked to lie in [0, classes). Saves log Σ exp per row in `lse`.
 template <class T, class Index>
-double cross_entropy_forward(const T* logits, const Index* targets, T* lse, int64_t rows, int64_t classes) {
+void cross_entropy_forward(const T* logits, const Index* targets, T* lse, T* /*row_terms*/, T* loss, int64_t rows,
+                           int64_t classes) {
   const double total = ordered_row_sum(rows, classes, [&](int64_t r) {
     const double row_lse = row_log_sum_exp(logits + r * classes, classes);
     lse[r] = static_cast<T>(row_lse);
     return row_lse - logits[r * classes + static_cast<int64_t>(targets[r])];
   });
-  return total / static_cast<double>(rows);
+  *loss = static_cast<T>(total / static_cast<double>(rows));
 }
 
-// dlogits = scale·(softmax(logits) − onehot(t)).
+// dlogits = scale·(softmax(logits) − onehot(t)), scale = grad_loss / rows.
 template <class T, class Index>
-void cross_entropy_backward(const T* logits, const Index* targets, const T* lse, double scale, T* grad_logits,
+void cross_entropy_backward(const T* logits, const Index* targets, const T* lse, const T* grad_loss, T* grad_logits,
                             int64_t rows, int64_t classes, bool overwrite) {
+  const double scale = static_cast<double>(*grad_loss) / static_cast<double>(rows);
   parallel_rows(rows, classes, [&](int64_t r) {
     const int64_t target = static_cast<int64_t>(targets[r]);
     for (int64_t c = 0; c < classes; ++c) {
@@ -49,7 +56,8 @@ void cross_entropy_backward(const T* logits, const Index* targets, const T* lse,
 
 // ---- cross_entropy with probability targets: mean_n Σ_c p_nc·(lse_n − logits_nc) ----------------
 template <class T>
-double cross_entropy_soft_forward(const T* logits, const T* probs, T* lse, int64_t rows, int64_t classes) {
+void cross_entropy_soft_forward(const T* logits, const T* probs, T* lse, T* /*row_terms*/, T* loss, int64_t rows,
+                                int64_t classes) {
   const double total = ordered_row_sum(rows, classes, [&](int64_t r) {
     const double row_lse = row_log_sum_exp(logits + r * classes, classes);
     lse[r] = static_cast<T>(row_lse);
@@ -57,15 +65,17 @@ double cross_entropy_soft_forward(const T* logits, const T* probs, T* lse, int64
     for (int64_t c = 0; c < classes; ++c) term += probs[r * classes + c] * (row_lse - logits[r * classes + c]);
     return term;
   });
-  return total / static_cast<double>(rows);
+  *loss = static_cast<T>(total / static_cast<double>(rows));
 }
 
-// dlogits = scale·(softmax·Σ_c p − p), dprobs = scale·(lse − logits) = −scale·log_softmax.
-// Per element dlogits is written before dprobs, so the two may share one buffer.
+// dlogits = scale·(softmax·Σ_c p − p), dprobs = scale·(lse − logits) = −scale·log_softmax with
+// scale = grad_loss / rows. Per element dlogits is written before dprobs, so the two may share
+// one buffer.
 template <class T>
-void cross_entropy_soft_backward(const T* logits, const T* probs, const T* lse, double scale, T* grad_logits,
+void cross_entropy_soft_backward(const T* logits, const T* probs, const T* lse, const T* grad_loss, T* grad_logits,
                                  bool overwrite_logits, T* grad_probs, bool overwrite_probs, int64_t rows,
                                  int64_t classes) {
+  const double scale = static_cast<double>(*grad_loss) / static_cast<double>(rows);
   parallel_rows(rows, classes, [&](int64_t r) {
     const T* lr = logits + r * classes;
     const T* pr = probs + r * classes;
@@ -82,19 +92,22 @@ void cross_entropy_soft_backward(const T* logits, const T* probs, const T* lse, 
 }
 
 // ---- mse_loss: mean((a − b)²) -------------------------------------------------------------------
+inline int64_t mse_scratch_size(int64_t) { return 0; }
 template <class T>
-double mse_forward(const T* a, const T* b, int64_t n) {
+void mse_forward(const T* a, const T* b, T* /*scratch*/, T* loss, int64_t n) {
   const double total = deterministic_sum(n, [&](int64_t i) {
     const double diff = static_cast<double>(a[i]) - b[i];
     return diff * diff;
   });
-  return total / static_cast<double>(n);
+  *loss = static_cast<T>(total / static_cast<double>(n));
 }
 
-// da = scale·2·(a − b), db = −da. Per element da is written before db (they may share a buffer).
+// da = scale·2·(a − b), db = −da with scale = grad_loss / n. Per element da is written before db
+// (they may share a buffer).
 template <class T>
-void mse_backward(const T* a, const T* b, double scale, T* grad_a, bool overwrite_a, T* grad_b, bool overwrite_b,
-                  int64_t n) {
+void mse_backward(const T* a, const T* b, const T* grad_loss, T* grad_a, bool overwrite_a, T* grad_b,
+                  bool overwrite_b, int64_t n) {
+  const double scale = static_cast<double>(*grad_loss) / static_cast<double>(n);
   parallel_for(n, [&](int64_t i) {
     const double d = 2.0 * scale * (static_cast<double>(a[i]) - b[i]);
     if (grad_a) write_grad(grad_a[i], d, overwrite_a);

@@ -1,6 +1,6 @@
 // MCDL's memory banks, credibility buckets and one-hot targets on raw host buffers (the CPU
-// references of kernels/cuda/memory_bank.h; used by mcdl/memory_bank.cpp, mcdl/credibility.cpp
-// and mcdl/dcl_loss.cpp).
+// references of kernels/cuda/memory_bank.h; the engine ops of engine/ops/method.h and one_hot
+// call them).
 //
 // A bank holds, per sample s, a ring of `mu` entries: ring_classes[s, mu] (the argmax class of
 // each entry), ring_probs[s, mu, classes] (its probability vector), position[s] (the slot the
@@ -25,10 +25,14 @@ inline int64_t first_argmax(const float* row, int64_t n) {
   return best;
 }
 
+// Scratch int64s bank_update needs per written row: none (the rows are written one by one).
+inline constexpr int64_t bank_update_scratch_per_row = 0;
+
 // Writes the n rows of probs [n, classes] into the rings of samples[i], one after the other
 // in batch order: a sample named twice gets two entries, the later one the more recent.
 inline void bank_update(const int64_t* samples, const float* probs, int64_t n, int64_t classes, int64_t mu,
-                        int32_t* ring_classes, float* ring_probs, int64_t* position, int64_t* filled) {
+                        int32_t* ring_classes, float* ring_probs, int64_t* position, int64_t* filled,
+                        int64_t* /*scratch*/) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = samples[i], slot = position[s];
     const float* row = probs + i * classes;

@@ -92,12 +92,15 @@ void layer_norm_backward_input(const T* x, const T* gamma, const T* mean, const 
   });
 }
 
+// Elements of scratch the affine backward needs: none (its partial sums stay in double here).
+inline int64_t layer_norm_affine_scratch_size(int64_t, int64_t) { return 0; }
 // dgamma = Σ_rows g·x̂, dbeta = Σ_rows g. Rows are summed in fixed blocks whose partial sums
 // are added in block order (deterministic for any thread count). Either output may be null.
 // dgamma[c] is written before dbeta[c], so the two may share one buffer.
 template <class T>
 void layer_norm_backward_affine(const T* x, const T* mean, const T* rstd, const T* grad_out, T* grad_gamma,
-                                bool overwrite_gamma, T* grad_beta, bool overwrite_beta, int64_t rows, int64_t d) {
+                                bool overwrite_gamma, T* grad_beta, bool overwrite_beta, T* /*scratch*/, int64_t rows,
+                                int64_t d) {
   constexpr int64_t block = 256;
   const int64_t blocks = (rows + block - 1) / block;
   std::vector<double> partial_gamma(static_cast<size_t>(blocks * d), 0.0);

@@ -6,13 +6,9 @@
 #include <cstdint>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/optim_coefficients.h"
 
 namespace mcdl::cpu {
-
-struct SgdCoefficients {
-  double lr, weight_decay, momentum;
-  bool nesterov;
-};
 
 // d = g + wd·p; with momentum: buf = d on the first step, else μ·buf + d, and d = buf (or
 // d + μ·buf with Nesterov); then p −= lr·d. momentum_buffer is null when momentum is 0.
@@ -30,16 +26,13 @@ void sgd_update(T* param, const T* grad, T* momentum_buffer, int64_t n, const Sg
   });
 }
 
-struct AdamWCoefficients {
-  double lr, weight_decay, beta1, beta2, eps;
-  int64_t step;  // 1 on the first update, for the bias corrections
-};
-
-// p ·= 1 − lr·wd; m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²;
-// p −= (lr / (1 − β1^t))·m / (sqrt(v) / sqrt(1 − β2^t) + eps).
+// step_count: the parameter's update counter (one f64). It is incremented first and its new
+// value t gives the bias corrections. Then p ·= 1 − lr·wd; m = β1·m + (1 − β1)·g;
+// v = β2·v + (1 − β2)·g²; p −= (lr / (1 − β1^t))·m / (sqrt(v) / sqrt(1 − β2^t) + eps).
 template <class T>
-void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const AdamWCoefficients& c) {
-  const double t = static_cast<double>(c.step);
+void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, double* step_count, int64_t n,
+                  const AdamWCoefficients& c) {
+  const double t = *step_count += 1;
   const T decay = static_cast<T>(1.0 - c.lr * c.weight_decay);
   const T beta1 = static_cast<T>(c.beta1), beta2 = static_cast<T>(c.beta2);
   const T one_minus_beta1 = static_cast<T>(1.0 - c.beta1), one_minus_beta2 = static_cast<T>(1.0 - c.beta2);

@@ -1,7 +1,8 @@
 // Reductions on raw host buffers. The input is viewed as [outer, len, inner] with the
 // reduced axis in the middle (outer: product of the dims before it, inner: after it); a
 // reduction over all elements is outer = inner = 1. Sums run in double and in a fixed order
-// per output, so results do not depend on the thread count. Callers ensure len >= 1.
+// per output, so results do not depend on the thread count. Callers ensure len >= 1. Every
+// reduction runs in one pass: no scratch (the CUDA twins' scratch pointers are unused here).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -12,9 +13,11 @@
 
 namespace mcdl::cpu {
 
+inline int64_t reduce_scratch_words(int64_t, int64_t, int64_t) { return 0; }
+
 // out[o, i] = (Σ_k x[o, k, i]) / divisor  (divisor 1 for a sum, len for a mean).
 template <class T>
-void sum_axis(const T* x, T* out, int64_t outer, int64_t len, int64_t inner, double divisor) {
+void sum_axis(const T* x, T* out, int64_t outer, int64_t len, int64_t inner, double divisor, double* /*scratch*/) {
   if (outer * inner == 1) {  // one long sum: split into fixed chunks (deterministic_sum)
     out[0] = static_cast<T>(deterministic_sum(len, [&](int64_t k) { return static_cast<double>(x[k]); }) / divisor);
     return;
@@ -66,7 +69,8 @@ int64_t first_max(const T* p, int64_t stride, int64_t begin, int64_t end) {
 // index[o, i] = the first k maximising x[o, k, i]; values[o, i] = that maximum (values may
 // be null when only the index is wanted).
 template <class T>
-void max_axis(const T* x, T* values, int64_t* index, int64_t outer, int64_t len, int64_t inner) {
+void max_axis(const T* x, T* values, int64_t* index, int64_t outer, int64_t len, int64_t inner,
+              int64_t* /*scratch*/) {
   if (outer * inner == 1) {  // one long scan: first maxima of fixed chunks, combined in order
     constexpr int64_t chunk = 4096;
     const int64_t chunks = (len + chunk - 1) / chunk;

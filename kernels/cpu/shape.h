@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -18,8 +19,10 @@ using bits_of = std::conditional_t<
     sizeof(T) == 1, uint8_t,
     std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
 
-// dst = src permuted: dst axis d is src axis perm[d]. src has shape src_shape[0..rank).
-// Writes every element of dst (dst = value when overwrite, else dst += value).
+// dst = src permuted: dst axis d is src axis perm[d]. src has shape src_shape[0..rank), any
+// rank (the CUDA kernel takes at most its max_permute_rank). Writes every element of dst (dst =
+// value when overwrite, else dst += value).
+inline constexpr int64_t max_permute_rank = std::numeric_limits<int64_t>::max();
 template <class T>
 void permute(const T* src, T* dst, const int64_t* src_shape, const int64_t* perm, int64_t rank, bool overwrite) {
   if (rank == 0) {

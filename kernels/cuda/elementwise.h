@@ -1,21 +1,13 @@
 // Element-wise math on device buffers: unary maps, binary ops with broadcasting, and their
-// backward passes (the CUDA twins of kernels/cpu/elementwise.h, with the op named by an enum
-// instead of a functor type). Gradient sums over broadcast dimensions run in double, in a
+// backward passes (the CUDA twins of kernels/cpu/elementwise.h, with the op named by value:
+// kernels/elementwise_op.h). Gradient sums over broadcast dimensions run in double, in a
 // fixed order for a given block size (no atomics). Launches are queued on the engine stream.
 #pragma once
 #include <cstdint>
 
-namespace mcdl::cuda {
+#include "kernels/elementwise_op.h"
 
-// The unary ops and tensor-scalar forms of kernels/cpu/elementwise.h (Neg ... RDivScalar).
-enum class UnaryOp {
-  neg, exp, log, sqrt, pow,
-  add_scalar, sub_scalar, rsub_scalar, mul_scalar, div_scalar, rdiv_scalar,
-};
-struct UnaryFn {
-  UnaryOp op;
-  double scalar;  // the exponent of pow, the scalar of the *_scalar forms (rounded to T, as on the CPU)
-};
+namespace mcdl::cuda {
 
 template <class T>
 void unary_forward(UnaryFn fn, const T* x, T* y, int64_t n);
@@ -23,10 +15,6 @@ void unary_forward(UnaryFn fn, const T* x, T* y, int64_t n);
 // (its uses_input / uses_output).
 template <class T>
 void unary_backward(UnaryFn fn, const T* g, const T* x, const T* y, T* dx, int64_t n, bool overwrite);
-
-enum class BinaryOp { add, sub, mul, div };
-// Which operand of a binary op a gradient kernel computes.
-enum class Operand { x, y };
 
 // Forward, the three layouts of kernels/cpu/elementwise.h: same shape (n elements); a [rows,
 // cols] with b [cols] repeated over the rows; general broadcasting with per-dimension element

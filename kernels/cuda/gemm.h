@@ -4,12 +4,13 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/gemm_mode.h"
 
 namespace mcdl::cuda {
 
-// How float products are computed: full fp32, TF32 tensor cores (10-bit mantissa inputs, fp32
-// accumulation), or bf16 inputs with fp32 accumulation (the bf16 overload below).
-enum class GemmMode { fp32, tf32 };
+// How float products are computed (kernels/gemm_mode.h); bf16 inputs take the overload below,
+// with fp32 accumulation.
+using mcdl::GemmMode;
 
 // For i in [0, batch): C_i = alpha·op(A_i)·op(B_i) + beta·C_i, row-major, op(X) = X or Xᵀ,
 // op(A_i) is m×k, op(B_i) is k×n; X_i = X + i·stride_x (stride 0 = shared by every i; C's

@@ -9,6 +9,9 @@
 
 namespace mcdl::cuda {
 
+// Elements of T the cross-entropy forwards need as device scratch (row_terms): one per row.
+inline int64_t cross_entropy_scratch_size(int64_t rows) { return rows; }
+
 // ---- cross_entropy with class indices (already checked to lie in [0, classes)) ----------------
 // Saves log Σ exp per row in `lse`; `row_terms` is scratch for `rows` values.
 template <class T, class Index>

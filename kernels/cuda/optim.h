@@ -4,21 +4,14 @@
 #pragma once
 #include <cstdint>
 
-namespace mcdl::cuda {
+#include "kernels/optim_coefficients.h"
 
-struct SgdCoefficients {
-  double lr, weight_decay, momentum;
-  bool nesterov;
-};
+namespace mcdl::cuda {
 
 // d = g + wd·p; with momentum: buf = d on the first step, else μ·buf + d, and d = buf (or
 // d + μ·buf with Nesterov); then p −= lr·d. momentum_buffer is null when momentum is 0.
 template <class T>
 void sgd_update(T* param, const T* grad, T* momentum_buffer, int64_t n, const SgdCoefficients& c, bool first_step);
-
-struct AdamWCoefficients {
-  double lr, weight_decay, beta1, beta2, eps;
-};
 
 // step_count: the parameter's update counter, one f64 on the device. It is incremented first
 // and its new value t gives the bias corrections, so a step never waits for the device (the
