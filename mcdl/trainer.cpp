@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -355,6 +357,10 @@ TrainConfig resume_config(const std::string& run_dir) {
   check(std::filesystem::exists(saved), "--resume ", run_dir, ": no config.json there (is it a run directory?)");
   TrainConfig config = config_from_json_file(saved);
   config.out = run_dir;
+  // A run saved before the MCDL variants existed ran the paper's MCDL and has no such key.
+  std::ifstream in(saved);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (text.find("\"mcdl-variant\"") == std::string::npos) config.mcdl_variant = "paper";
   return config;
 }
 

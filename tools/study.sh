@@ -88,7 +88,7 @@ for setting in $settings; do
           NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
           { for (k in col) last[k] = $col[k]; total += $col["seconds"] }
           function get(k) { return (k in last) ? last[k] : "" }
-          END { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f\n", id, get("all"), get("old"), get("new"), get("val_all"),
+          END { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%.0f\n", id, get("all"), get("old"), get("new"), get("val_all"),
                   get("val_old"), get("val_new"), get("val_high_precision"), get("val_medium_precision"), total }' \
           "$out/$setting/$protocol/$config/s$seed/metrics.csv" >> "$csv"
       done

@@ -209,6 +209,14 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
   CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,") !=
         std::string::npos);
   CHECK(read_text(out / "config.json").find("\"val-classes\": 1") != std::string::npos);
+  CHECK(resume_config(out.string()).mcdl_variant == "robust");
+  {  // A run directory from before the variants existed resumes with the paper's MCDL, which it ran.
+    std::string old_config = read_text(out / "config.json");
+    const size_t at = old_config.find("  \"mcdl-variant\"");
+    old_config.erase(at, old_config.find('\n', at) - at + 1);
+    std::ofstream(out / "config.json") << old_config;
+    CHECK(resume_config(out.string()).mcdl_variant == "paper");
+  }
 
   // Scoring only the last epoch (--eval-every 0) leaves the first epoch's metrics empty, keeps the
   // columns, and changes nothing else: the last rows agree but for the time.
