@@ -65,7 +65,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"head-hidden", "hidden width of the SimGCD / GCD head's projection MLP", &c.head_hidden},
       {"head-bottleneck", "output width of the projection MLP", &c.head_bottleneck},
       {"head-init-std", "std of the head MLP weights at initialisation", &c.head_init_std},
-      {"method", "simgcd (default), simgcd+mcdl (MCDL on SimGCD, see --mcdl-variant), kmeans or gcd (the GCD "
+      {"method", "simgcd+mcdl (default: MCDL on SimGCD, see --mcdl-variant), simgcd, kmeans or gcd (the GCD "
                  "baseline)", &c.method},
       {"device", "auto (GPU when present), cpu or cuda", &c.device},
       {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
