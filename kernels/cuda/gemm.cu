@@ -6,7 +6,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
+#include "kernels/cuda/copy.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linalg.h"
 #include "kernels/cuda/runtime.h"
@@ -95,7 +97,7 @@ uint32_t alignment_of(const void* pointer) {
 // and the alignment of every buffer (it reads the bias pointer's off the descriptor).
 struct LtKey {
   cublasComputeType_t compute;
-  cudaDataType type;
+  cudaDataType type;  // of A and B; C, D and the bias are f64 for f64 inputs, else f32
   bool trans_a, trans_b;
   int m, n, k, lda, ldb;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -148,7 +150,7 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   plan.a = key.trans_b ? lt_layout(key.type, key.k, key.n, key.ldb) : lt_layout(key.type, key.n, key.k, key.ldb);
   plan.b = key.trans_a ? lt_layout(key.type, key.m, key.k, key.lda) : lt_layout(key.type, key.k, key.m, key.lda);
-  plan.c = lt_layout(key.type, key.n, key.m, key.n);
+  plan.c = lt_layout(key.type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F, key.n, key.m, key.n);
 
   cublasLtMatmulPreference_t raw_preference;
   MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_preference));
@@ -198,9 +200,10 @@ bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bi
   return true;
 }
 
-template <class T>
-bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                   int64_t ldb, const T* bias, T* c, GemmMode mode, cudaDataType type, cublasComputeType_t compute) {
+template <class In, class Out>
+bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const In* a, int64_t lda,
+                    const In* b, int64_t ldb, const Out* bias, Out* c, GemmMode mode, cudaDataType type,
+                    cublasComputeType_t compute) {
   if (m == 0 || n == 0) return true;
   // PyTorch keeps products where the weight has a dimension of 1 (n or k here) off cuBLASLt
   // (its heuristic rejects some), and a bias below 16-byte alignment has been reported to fail
@@ -219,19 +222,51 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     .align_b = alignment_of(b),
                     .align_c = alignment_of(c),
                     .align_bias = alignment_of(bias)};
-    const T one = 1, zero = 0;
+    const Out one = 1, zero = 0;
     if (lt_gemm_bias(key, a, b, bias, c, &one, &zero)) return true;
   }
   broadcast_rows(bias, c, m, n);
-  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
+  if constexpr (std::is_same_v<In, bf16>) gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 1.0f, c, n, 0, 1);
+  else gemm(trans_a, trans_b, m, n, k, Out(1), a, lda, 0, b, ldb, 0, Out(1), c, n, 0, 1, mode);
   return false;
 }
+
+// ---- GemmMode::bf16: float operands rounded to bf16 once, then the bf16 product --------------
+
+// A float operand's bf16 copy in pool memory, freed in stream order (the product that reads it
+// is queued before the free). Views keep their leading dimension and batch stride: the copy
+// spans the operand from its first to its last element, gaps included.
+class Bf16Operand {
+ public:
+  // op(X) is rows×cols; X is stored transposed when `trans`.
+  Bf16Operand(const float* x, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+    const int64_t stored_rows = trans ? cols : rows, stored_cols = trans ? rows : cols;
+    const int64_t extent = (batch - 1) * stride + (stored_rows - 1) * ld + stored_cols;
+    data_ = static_cast<bf16*>(device_alloc(static_cast<size_t>(extent) * sizeof(bf16)));
+    convert(x, data_, extent);
+  }
+  ~Bf16Operand() { device_free(data_); }
+  Bf16Operand(const Bf16Operand&) = delete;
+  Bf16Operand& operator=(const Bf16Operand&) = delete;
+  const bf16* get() const { return data_; }
+
+ private:
+  bf16* data_ = nullptr;
+};
+
+bool empty_product(int64_t m, int64_t n, int64_t k, int64_t batch) { return m == 0 || n == 0 || k == 0 || batch == 0; }
 
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
           int64_t stride_c, int64_t batch, GemmMode mode) {
+  if (mode == GemmMode::bf16 && !empty_product(m, n, k, batch)) {
+    const Bf16Operand a16(a, trans_a, m, k, lda, stride_a, batch), b16(b, trans_b, k, n, ldb, stride_b, batch);
+    gemm(trans_a, trans_b, m, n, k, alpha, a16.get(), lda, stride_a, b16.get(), ldb, stride_b, beta, c, ldc, stride_c,
+         batch);
+    return;
+  }
   strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F, ldb, stride_b,
                   &beta, c, CUDA_R_32F, ldc, stride_c, batch,
                   mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
@@ -253,8 +288,13 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode) {
+  if (mode == GemmMode::bf16 && !empty_product(m, n, k, 1)) {
+    const Bf16Operand a16(a, trans_a, m, k, lda, 0, 1), b16(b, trans_b, k, n, ldb, 0, 1);
+    return gemm_bias_impl(trans_a, trans_b, m, n, k, a16.get(), lda, b16.get(), ldb, bias, c, mode, CUDA_R_16BF,
+                          CUBLAS_COMPUTE_32F);
+  }
   return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_32F,
-                       mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+                        mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 }
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
