@@ -3,16 +3,17 @@
 # GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16), a
 # two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train + eval + checkpoint),
 # and the CLS features of real photos in each precision against fp32. Runs the binaries of
-# tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt and
-# one log per stage into $OUT (default ./gpu_report).
+# tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
+# stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: test bench step epoch fidelity (default: all)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-test bench step epoch fidelity}
+STAGES=${*:-step epoch fidelity test bench}
+LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
   tar -xJf .gpu/bundle.tar.xz -C .
@@ -21,14 +22,14 @@ export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 
 say() { echo "$*" | tee -a "$REPORT"; }
-# stage NAME COMMAND...: runs it with its log in $OUT/NAME.log, its tail and time in the report.
+# stage NAME COMMAND...: runs it with its log kept for logs.tar.gz, its tail and time in the report.
 stage() {
   local name=$1 start=$SECONDS
   shift
   say "== $name: $*"
-  "$@" > "$OUT/$name.log" 2>&1
+  "$@" > "$LOGS/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$OUT/$name.log" | tee -a "$REPORT"
+  tail -n 25 "$LOGS/$name.log" | tee -a "$REPORT"
   say "-- $name: exit $rc, $((SECONDS - start)) s"
 }
 wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -36,11 +37,6 @@ wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
 
-wants test && stage test build/mcdl_tests_gpu
-if wants bench; then
-  python3 tools/bench_torch_gpu.py > "$OUT/torch_gpu_times.tsv" 2> /dev/null
-  stage bench build/bench_gpu "$OUT/torch_gpu_times.tsv"
-fi
 wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
 
 epoch_run() {  # epoch_run PRECISION: two epochs of SimGCD + MCDL on ViT-B/16 (random weights)
@@ -75,4 +71,10 @@ for p in ("tf32", "bf16"):
     cos = (ref * f).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(f, axis=1)
     print(f"{p}: CLS cosine to fp32 over {len(cos)} photos: min {cos.min():.6f}, mean {cos.mean():.6f}")'
 fi
+wants test && stage test build/mcdl_tests_gpu
+if wants bench; then
+  python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
+  stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
+fi
+tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
 say "== done"
