@@ -8,6 +8,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linalg.h"
@@ -97,7 +98,8 @@ uint32_t alignment_of(const void* pointer) {
 // and the alignment of every buffer (it reads the bias pointer's off the descriptor).
 struct LtKey {
   cublasComputeType_t compute;
-  cudaDataType type;  // of A and B; C, D and the bias are f64 for f64 inputs, else f32
+  cudaDataType type;      // of A and B
+  cudaDataType out_type;  // of C, D and the bias
   bool trans_a, trans_b;
   int m, n, k, lda, ldb;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -150,7 +152,7 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   plan.a = key.trans_b ? lt_layout(key.type, key.k, key.n, key.ldb) : lt_layout(key.type, key.n, key.k, key.ldb);
   plan.b = key.trans_a ? lt_layout(key.type, key.m, key.k, key.lda) : lt_layout(key.type, key.k, key.m, key.lda);
-  plan.c = lt_layout(key.type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F, key.n, key.m, key.n);
+  plan.c = lt_layout(key.out_type, key.n, key.m, key.n);
 
   cublasLtMatmulPreference_t raw_preference;
   MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_preference));
@@ -180,10 +182,11 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   return plan;
 }
 
-// Runs C = op(A)·op(B) + bias through cuBLASLt if it has an algorithm for it (heuristics asked
-// once per key, answers kept, "none" included); false when it has none.
-bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, void* c, const void* one,
-                  const void* zero) {
+// Runs D = op(A)·op(B) + beta·C + bias through cuBLASLt if it has an algorithm for it (heuristics
+// asked once per key, answers kept, "none" included); false when it has none. C and D share a
+// layout; C is not read when beta = 0.
+bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, const void* c, void* d,
+                  const void* one, const void* beta) {
   static std::mutex mutex;
   static std::map<LtKey, std::optional<LtPlan>> plans;
   const std::lock_guard<std::mutex> lock(mutex);  // the cached descriptor's bias pointer is shared state
@@ -193,9 +196,8 @@ bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bi
   const LtPlan& plan = *found->second;
   MCDL_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  // beta = 0: C is not read; it is D's own buffer and layout (an in-place product).
-  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), zero, c,
-                                   plan.c.get(), c, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
+  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), beta, c,
+                                   plan.c.get(), d, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
                                    engine_stream()));
   return true;
 }
@@ -211,6 +213,7 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if (n > 1 && k > 1 && alignment_of(bias) >= 16) {
     const LtKey key{.compute = compute,
                     .type = type,
+                    .out_type = std::is_same_v<Out, double> ? CUDA_R_64F : CUDA_R_32F,
                     .trans_a = trans_a,
                     .trans_b = trans_b,
                     .m = as_int(m, "m"),
@@ -223,7 +226,7 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     .align_c = alignment_of(c),
                     .align_bias = alignment_of(bias)};
     const Out one = 1, zero = 0;
-    if (lt_gemm_bias(key, a, b, bias, c, &one, &zero)) return true;
+    if (lt_gemm_bias(key, a, b, bias, c, c, &one, &zero)) return true;
   }
   broadcast_rows(bias, c, m, n);
   if constexpr (std::is_same_v<In, bf16>) gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 1.0f, c, n, 0, 1);
@@ -300,6 +303,43 @@ bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
                const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode) {
   return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_64F, CUBLAS_COMPUTE_64F);
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc, int64_t stride_c,
+               int64_t batch) {
+  const float beta = 0;
+  strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_16BF, lda, stride_a, b, CUDA_R_16BF, ldb, stride_b,
+                  &beta, c, CUDA_R_16BF, ldc, stride_c, batch, CUBLAS_COMPUTE_32F);
+}
+
+void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                 const bf16* residual, bf16* y) {
+  if (rows == 0 || out == 0) return;
+  const float one = 1, beta = residual ? 1.0f : 0.0f;
+  // As gemm_bias_impl: y = x·wᵀ is the engine's row-major C = A·Bᵀ with A = x, B = w.
+  if (out > 1 && in > 1 && alignment_of(bias) >= 16) {
+    const LtKey key{.compute = CUBLAS_COMPUTE_32F,
+                    .type = CUDA_R_16BF,
+                    .out_type = CUDA_R_16BF,
+                    .trans_a = false,
+                    .trans_b = true,
+                    .m = as_int(rows, "m"),
+                    .n = as_int(out, "n"),
+                    .k = as_int(in, "k"),
+                    .lda = as_int(in, "lda"),
+                    .ldb = as_int(in, "ldb"),
+                    .align_a = alignment_of(x),
+                    .align_b = alignment_of(w),
+                    .align_c = std::min(alignment_of(y), residual ? alignment_of(residual) : 256u),
+                    .align_bias = alignment_of(bias)};
+    if (lt_gemm_bias(key, x, w, bias, residual ? residual : y, y, &one, &beta)) return;
+  }
+  // No cuBLASLt algorithm: the residual (or nothing) plus the product, then the bias.
+  if (residual && residual != y) copy_device_to_device(y, residual, static_cast<size_t>(rows * out) * sizeof(bf16));
+  strided_batched(false, true, rows, out, in, &one, x, CUDA_R_16BF, in, 0, w, CUDA_R_16BF, in, 0, &beta, y,
+                  CUDA_R_16BF, out, 0, 1, CUBLAS_COMPUTE_32F);
+  add_rows_bf16(y, bias, rows, out);
 }
 
 }  // namespace mcdl::cuda
