@@ -2,17 +2,18 @@
 # Everything this project checks on a GPU, in one call on a machine lent for minutes: the native
 # GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16), a
 # two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train + eval + checkpoint),
-# and the CLS features of real photos in each precision against fp32. Runs the binaries of
+# the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
+# and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist). Runs the binaries of
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
 # stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench}
+STAGES=${*:-step epoch fidelity test bench demo}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -75,6 +76,12 @@ wants test && stage test build/mcdl_tests_gpu
 if wants bench; then
   python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
   stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
+fi
+if wants demo; then
+  for precision in fp32 bf16; do
+    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
+      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
+  done
 fi
 tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
 say "== done"
