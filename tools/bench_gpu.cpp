@@ -13,6 +13,7 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "kernels/cuda/runtime.h"
+#include "layers/block.h"
 
 using namespace mcdl;
 
@@ -180,5 +181,37 @@ int main(int argc, char** argv) {
     }
   }
   set_matmul_precision(MatmulPrecision::fp32);
+
+  {
+    // A frozen ViT-B/16 block on bf16 activations at batch 128 (Block::forward_bf16, the frozen
+    // blocks' path with --precision bf16), op by op: where a block's time goes.
+    Block block(width, 12, 3072, true, 1e-6);
+    block.initialize(21);
+    block.set_requires_grad(false);
+    block.to(Device::cuda());
+    const Tensor x16 = random_on_device({128, 197, width}, 22).to(DType::bf16);
+    const Tensor normed = block.norm1.forward_bf16(x16), qkv = block.attn.qkv.forward_bf16(normed);
+    const Tensor context = bf16_attention(qkv, 12), hidden = block.mlp.fc1.forward_bf16(normed);
+    const double act16 = static_cast<double>(tokens * width) * 2.0;
+    auto report_gemm = [&](const char* name, double flops, const std::function<void()>& work) {
+      const double ms = time_ms(work);
+      std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s\n", name, "bf16", ms, flops / (ms * 1e9));
+    };
+    const double t = static_cast<double>(tokens), d = static_cast<double>(width);
+    std::printf("\n%-28s %-18s %12s %14s\n", "bf16 frozen block (B = 128)", "", "time", "throughput");
+    report_memory_op("layer_norm bf16", act_shape, 2 * act16, [&] { Tensor z = block.norm1.forward_bf16(x16); },
+                     copy_gbs);
+    report_gemm("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
+    report_gemm("attention (2 products)", 4.0 * 128 * 12 * 197 * 197 * 64, [&] { Tensor z = bf16_attention(qkv, 12); });
+    report_gemm("proj 768->768 + residual", 2 * t * d * d,
+                [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
+    report_gemm("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
+    report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
+    report_gemm("fc2 3072->768 + residual", 2 * t * d * 4 * d,
+                [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
+    report_gemm("whole block", 24 * t * d * d + 4.0 * 128 * 12 * 197 * 197 * 64,
+                [&] { Tensor z = block.forward_bf16(x16); });
+    report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
+  }
   return 0;
 }

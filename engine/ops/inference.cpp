@@ -5,7 +5,6 @@
 
 #include "engine/backend.h"
 #include "engine/dispatch.h"
-#include "engine/ops/shape.h"
 
 namespace mcdl {
 namespace {
@@ -75,23 +74,14 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   check_inference_input("bf16_attention", qkv, DType::bf16);
   check(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, "bf16_attention: expected qkv [B, T, ",
         "3·D] with D divisible by ", num_heads, " heads, got ", qkv);
-  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads, bh = b * num_heads;
-  // [B, T, 3, H, hd] → [3, B, H, T, hd]: q, k and v each a run of B·H contiguous [T, hd] matrices.
-  const Tensor heads = permute(reshape(qkv, {b, t, 3, num_heads, hd}), {2, 0, 3, 1, 4});
-  const bf16* q = heads.ptr<bf16>();
-  const bf16 *k = q + bh * t * hd, *v = k + bh * t * hd;
-  Tensor scores = empty({bh, t, t}, DType::bf16, qkv.device());
-  Tensor context = empty({b, num_heads, t, hd}, DType::bf16, qkv.device());
-  // PyTorch: attn = (q @ k.transpose(-2, -1)) * scale, softmax over keys, then attn @ v; the scale
-  // is the first product's alpha here, the softmax runs in place.
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads;
+  Tensor scores = empty({b * num_heads, t, t}, DType::bf16, qkv.device());
+  Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  on_device(qkv.device(), [&](auto kernels) {
-    kernels.gemm_bf16(false, true, t, t, hd, scale, q, hd, t * hd, k, hd, t * hd, scores.ptr<bf16>(), t, t * t, bh);
-    kernels.softmax_bf16(scores.ptr<bf16>(), scores.ptr<bf16>(), bh * t, t);
-    kernels.gemm_bf16(false, false, t, hd, t, 1.0f, scores.ptr<bf16>(), t, t * t, v, hd, t * hd, context.ptr<bf16>(),
-                      hd, t * hd, bh);
+  on_device(qkv.device(), [&](auto k) {
+    k.attention_bf16(qkv.ptr<bf16>(), scores.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
   });
-  return reshape(permute(context, {0, 2, 1, 3}), {b, t, d});
+  return context;
 }
 
 }  // namespace mcdl

@@ -1,5 +1,5 @@
 // The frozen blocks' bf16 inference path on the host: the reference for the CUDA twins
-// (kernels/cuda/bf16_inference.h, and gemm_bf16 / linear_bf16 of kernels/cuda/gemm.h). Inputs
+// (kernels/cuda/bf16_inference.h, and linear_bf16 of kernels/cuda/gemm.h). Inputs
 // are widened to float, the math is the fp32 math of the device kernels (products through
 // OpenBLAS's sgemm), and every output element is rounded to bf16 once.
 #pragma once
@@ -18,31 +18,6 @@ inline std::vector<float> widened(const bf16* x, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   parallel_for(n, [&](int64_t i) { out[static_cast<size_t>(i)] = static_cast<float>(x[i]); });
   return out;
-}
-
-// Elements a row-major operand spans from its first to its last: op(X) is rows×cols, X stored
-// transposed when `trans`, leading dimension ld.
-inline int64_t operand_extent(bool trans, int64_t rows, int64_t cols, int64_t ld) {
-  const int64_t stored_rows = trans ? cols : rows, stored_cols = trans ? rows : cols;
-  return (stored_rows - 1) * ld + stored_cols;
-}
-
-inline void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
-                      int64_t lda, int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c,
-                      int64_t ldc, int64_t stride_c, int64_t batch) {
-  if (m == 0 || n == 0) return;
-  std::vector<float> product(static_cast<size_t>(m * n), 0.0f);
-  for (int64_t i = 0; i < batch; ++i) {
-    if (k > 0) {
-      const std::vector<float> a32 = widened(a + i * stride_a, operand_extent(trans_a, m, k, lda));
-      const std::vector<float> b32 = widened(b + i * stride_b, operand_extent(trans_b, k, n, ldb));
-      gemm(trans_a, trans_b, m, n, k, alpha, a32.data(), lda, b32.data(), ldb, 0.0f, product.data(), n);
-    }
-    bf16* ci = c + i * stride_c;
-    parallel_rows(m, n, [&](int64_t r) {
-      for (int64_t col = 0; col < n; ++col) ci[r * ldc + col] = bf16(product[static_cast<size_t>(r * n + col)]);
-    });
-  }
 }
 
 inline void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
@@ -97,6 +72,27 @@ inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
     const float inverse = 1.0f / sum;
     for (int64_t c = 0; c < d; ++c) y[r * d + c] = bf16(std::exp(static_cast<float>(xr[c]) - top) * inverse);
   });
+}
+
+inline void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens,
+                           int64_t heads, int64_t head_dim, float scale) {
+  const int64_t width = heads * head_dim, ld_qkv = 3 * width;
+  const std::vector<float> all = widened(qkv, batch * tokens * ld_qkv);
+  std::vector<float> s32(static_cast<size_t>(tokens * tokens)), c32(static_cast<size_t>(tokens * head_dim));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* q = all.data() + b * tokens * ld_qkv + h * head_dim;
+      bf16* s = scores + (b * heads + h) * tokens * tokens;
+      gemm(false, true, tokens, tokens, head_dim, scale, q, ld_qkv, q + width, ld_qkv, 0.0f, s32.data(), tokens);
+      for (int64_t i = 0; i < tokens * tokens; ++i) s[i] = bf16(s32[static_cast<size_t>(i)]);
+      softmax_bf16(s, s, tokens, tokens);
+      const std::vector<float> p32 = widened(s, tokens * tokens);
+      gemm(false, false, tokens, head_dim, tokens, 1.0f, p32.data(), tokens, q + 2 * width, ld_qkv, 0.0f,
+           c32.data(), head_dim);
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t j = 0; j < head_dim; ++j)
+          context[(b * tokens + t) * width + h * head_dim + j] = bf16(c32[static_cast<size_t>(t * head_dim + j)]);
+    }
 }
 
 }  // namespace mcdl::cpu

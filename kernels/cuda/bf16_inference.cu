@@ -3,8 +3,10 @@
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/row_kernels.h"
+#include "kernels/cuda/runtime.h"
 
 namespace mcdl::cuda {
 namespace {
@@ -31,10 +33,41 @@ __global__ void layer_norm_bf16_kernel(const bf16* x, const float* gamma, const 
   }
 }
 
-__global__ void gelu_bf16_kernel(const bf16* x, bf16* y, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float v = value_of(x[i]);
-    y[i] = bf16(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+// Eight bf16 values that load and store as one 16-byte access.
+struct alignas(16) Bf16x8 {
+  bf16 v[8];
+};
+
+__device__ __forceinline__ bf16 gelu_of(bf16 x) {
+  const float v = value_of(x);
+  return bf16(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+}
+
+// With `packed`, n / 8 packs of eight (the buffers 16-byte aligned), then the tail one by one.
+__global__ void gelu_bf16_kernel(const bf16* x, bf16* y, int64_t n, bool packed) {
+  const int64_t packs = packed ? n / 8 : 0;
+  for (int64_t i = grid_index(); i < packs; i += grid_stride()) {
+    Bf16x8 pack = reinterpret_cast<const Bf16x8*>(x)[i];
+    MCDL_UNROLL
+    for (int j = 0; j < 8; ++j) pack.v[j] = gelu_of(pack.v[j]);
+    reinterpret_cast<Bf16x8*>(y)[i] = pack;
+  }
+  for (int64_t i = packs * 8 + grid_index(); i < n; i += grid_stride()) y[i] = gelu_of(x[i]);
+}
+
+// The (batch, head) matrices of attention_bf16 as cuBLAS's pointer arrays: q, k and v inside
+// qkv [B, T, 3, H, hd], the scores [B·H, T, T], the context [B, T, H, hd].
+__global__ void head_pointers_kernel(const bf16* qkv, bf16* scores, bf16* context, int64_t batch_heads,
+                                     int64_t tokens, int64_t heads, int64_t head_dim, const bf16** q, const bf16** k,
+                                     const bf16** v, bf16** s, bf16** c) {
+  for (int64_t i = grid_index(); i < batch_heads; i += grid_stride()) {
+    const int64_t b = i / heads, h = i % heads, width = heads * head_dim;
+    const bf16* first = qkv + b * tokens * 3 * width + h * head_dim;
+    q[i] = first;
+    k[i] = first + width;
+    v[i] = first + 2 * width;
+    s[i] = scores + i * tokens * tokens;
+    c[i] = context + b * tokens * width + h * head_dim;
   }
 }
 
@@ -74,7 +107,31 @@ void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16*
 }
 
 void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
-  if (n > 0) launch(gelu_bf16_kernel, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), x, y, n);
+  if (n <= 0) return;
+  // Engine buffers are 256-byte aligned; a view that is not goes one by one.
+  const bool packed = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  launch(gelu_bf16_kernel, elementwise_grid(packed ? (n + 7) / 8 : n), dim3(elementwise_block()), 0, engine_stream(),
+         x, y, n, packed);
+}
+
+void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                    int64_t head_dim, float scale) {
+  const int64_t bh = batch * heads, ld_qkv = 3 * heads * head_dim;
+  if (bh == 0 || tokens == 0) return;
+  // One allocation for the five arrays of bh pointers: q, k, v, scores, context.
+  char* arrays = static_cast<char*>(device_alloc(static_cast<size_t>(5 * bh) * sizeof(void*)));
+  auto array = [&](int i) -> void* { return arrays + static_cast<size_t>(i * bh) * sizeof(void*); };
+  const auto q = static_cast<const bf16**>(array(0)), k = static_cast<const bf16**>(array(1)),
+             v = static_cast<const bf16**>(array(2));
+  const auto s = static_cast<bf16**>(array(3)), c = static_cast<bf16**>(array(4));
+  launch(head_pointers_kernel, elementwise_grid(bh), dim3(elementwise_block()), 0, engine_stream(), qkv, scores,
+         context, bh, tokens, heads, head_dim, q, k, v, s, c);
+  // PyTorch: attn = (q @ k.transpose(-2, -1)) * scale, softmax over keys, then attn @ v; the scale
+  // is the first product's alpha, the softmax runs in place.
+  gemm_bf16_pointers(false, true, tokens, tokens, head_dim, scale, q, ld_qkv, k, ld_qkv, s, tokens, bh);
+  softmax_bf16(scores, scores, bh * tokens, tokens);
+  gemm_bf16_pointers(false, false, tokens, head_dim, tokens, 1.0f, s, tokens, v, ld_qkv, c, heads * head_dim, bh);
+  device_free(arrays);
 }
 
 void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {

@@ -1,6 +1,7 @@
 // The frozen blocks' inference path in bf16 (the CUDA twins of kernels/cpu/bf16_inference.h):
 // bf16 activations in and out, every reduction and formula in fp32, one rounding to bf16 per
-// output element. Forward only. The products are in kernels/cuda/gemm.h (gemm_bf16, linear_bf16).
+// output element. Forward only. The products are in kernels/cuda/gemm.h (linear_bf16,
+// gemm_bf16_pointers).
 // Launches are queued on the engine stream. Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
@@ -16,6 +17,12 @@ void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16*
 void gelu_bf16(const bf16* x, bf16* y, int64_t n);
 // y = softmax(x) over each row of d elements; in place allowed (y = x).
 void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d);
+// DINO's attention core: for each batch entry and head, softmax(scale·q·kᵀ)·v, with q, k and v
+// read where they lie in the fused projection qkv [B, T, 3, H, hd] and the context written as
+// [B, T, H, hd], the layout the output projection reads: no copies into per-head layouts.
+// scores: scratch of B·H·T·T elements.
+void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                    int64_t head_dim, float scale);
 // y[r, c] += bias[c]: linear_bf16's bias where cuBLASLt's epilogue cannot take it.
 void add_rows_bf16(bf16* y, const bf16* bias, int64_t rows, int64_t cols);
 

@@ -305,12 +305,18 @@ bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_64F, CUBLAS_COMPUTE_64F);
 }
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
-               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc, int64_t stride_c,
-               int64_t batch) {
+void gemm_bf16_pointers(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const bf16* const* a, int64_t lda, const bf16* const* b, int64_t ldb, bf16* const* c,
+                        int64_t ldc, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
   const float beta = 0;
-  strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_16BF, lda, stride_a, b, CUDA_R_16BF, ldb, stride_b,
-                  &beta, c, CUDA_R_16BF, ldc, stride_c, batch, CUBLAS_COMPUTE_32F);
+  // As strided_batched: cuBLAS gets B before A, n before m.
+  MCDL_CUBLAS_CHECK(cublasGemmBatchedEx(
+      cublas_handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, as_int(n, "n"),
+      as_int(m, "m"), as_int(k, "k"), &alpha, reinterpret_cast<const void* const*>(b), CUDA_R_16BF,
+      as_int(ldb, "ldb"), reinterpret_cast<const void* const*>(a), CUDA_R_16BF, as_int(lda, "lda"), &beta,
+      reinterpret_cast<void* const*>(c), CUDA_R_16BF, as_int(ldc, "ldc"), as_int(batch, "batch"), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
 }
 
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,

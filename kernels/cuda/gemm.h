@@ -26,11 +26,12 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
           int64_t stride_c, int64_t batch);
 
-// bf16 operands and bf16 output, fp32 accumulation, C overwritten (beta = 0): the frozen blocks'
-// bf16 inference path (attention scores and context).
-void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
-               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc, int64_t stride_c,
-               int64_t batch);
+// bf16 operands and bf16 output, fp32 accumulation, C overwritten (beta = 0), for i < batch:
+// C_i = alpha·op(A_i)·op(B_i) with a[i], b[i], c[i] device arrays of the batch entries' matrices
+// (cuBLAS's pointer-array form: the attention heads, which no single stride reaches).
+void gemm_bf16_pointers(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const bf16* const* a, int64_t lda, const bf16* const* b, int64_t ldb, bf16* const* c,
+                        int64_t ldc, int64_t batch);
 // y [rows, out] = x [rows, in]·wᵀ (w [out, in]) + bias (+ residual [rows, out] where not null), bf16
 // throughout, fp32 accumulation and one rounding: cuBLASLt's bias epilogue with the residual as
 // its C (beta = 1), so a block's residual add costs no pass of its own.

@@ -122,6 +122,23 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOp
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// The batched form with arrays of matrix pointers (in device memory, which the emulator's is).
+inline cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                          int m, int n, int k, const void* alpha, const void* const Aarray[],
+                                          cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype,
+                                          int ldb, const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
+                                          int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  if (!Aarray || !Barray || !Carray) return batchCount == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  for (int batch = 0; batch < batchCount; ++batch) {
+    const cublasStatus_t status =
+        cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, Aarray[batch], Atype, lda, 0,
+                                   Barray[batch], Btype, ldb, 0, beta, Carray[batch], Ctype, ldc, 0, 1, computeType,
+                                   algo);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 // ---- cuBLASLt --------------------------------------------------------------------------------
 // Stricter than the library where a looser use would be a bug at the call site: every
 // attribute size is checked as cuBLASLt does, an algorithm is accepted only for the problem
