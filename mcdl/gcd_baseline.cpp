@@ -15,7 +15,7 @@
 #include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/gcd_head.h"
 #include "layers/vision_transformer.h"

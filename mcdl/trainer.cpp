@@ -18,7 +18,7 @@
 #include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
 #include "mcdl/credibility.h"
