@@ -1,0 +1,61 @@
+// The epoch loop every training method shares: the learning rate of each epoch, the method's
+// epoch of steps with its running loss terms and progress bar, the end-of-epoch work, the
+// metrics row and the checkpoints; and the error of a loss that stops being finite.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/optim/optimizer.h"
+#include "mcdl/progress.h"
+#include "mcdl/run_directory.h"
+#include "mcdl/run_progress.h"
+#include "mcdl/train_config.h"
+#include "mcdl/trainer.h"
+
+namespace mcdl {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start);
+
+// "name value name value ..." of a metrics row's loss terms (after epoch and lr, before iterations).
+std::string loss_summary(const MetricsRow& row);
+
+// An epoch's running loss terms, its progress bar and the --max-iters budget.
+class EpochLog {
+ public:
+  EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names);
+  // After a step: adds the step's values (one per name) and redraws the bar; counts the
+  // iteration in `iterations` (the run's total) and returns false when the budget is spent.
+  bool record(const std::vector<double>& values, int64_t& iterations);
+  // Appends each term's mean and "iterations" to the row; true when every batch ran.
+  bool finish(MetricsRow& row);
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<double> sums_;
+  int64_t done_ = 0, num_batches_, batch_size_, max_iters_;
+  ProgressBar bar_;
+};
+
+// The epoch loop every training method shares: the cosine learning rate of each epoch, the
+// method's epoch, its end-of-epoch work (evaluation, the summary line), the metrics row and a
+// checkpoint after every complete epoch (an epoch cut short by --max-iters is not checkpointed,
+// so a resumed run redoes it from the previous checkpoint, exactly as an uninterrupted run would).
+struct EpochSteps {
+  std::function<bool(int64_t epoch, MetricsRow& row)> train;  // true when every batch ran
+  std::function<void(int64_t epoch, MetricsRow& row, bool final)> finish;
+  std::function<void(int64_t epochs_completed)> checkpoint;
+};
+// The summary's accuracy is left for the caller.
+RunSummary run_epochs(const TrainConfig& config, Device device, Optimizer& optimizer, const RunDirectory& run,
+                      RunProgress& progress, const EpochSteps& steps);
+
+// The error of a loss that is not finite: term, epoch, iteration and what to do.
+void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
+                       const RunDirectory& run, int64_t epochs_checkpointed);
+
+}  // namespace mcdl
