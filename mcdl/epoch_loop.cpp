@@ -21,12 +21,17 @@ std::string loss_summary(const MetricsRow& row) {
 }
 
 EpochLog::EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names)
+    : EpochLog("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches,
+               config.batch_size, config.max_iters, config.progress, std::move(names)) {}
+
+EpochLog::EpochLog(std::string label, int64_t num_batches, int64_t batch_size, int64_t max_iters, bool progress,
+                   std::vector<std::string> names)
     : names_(std::move(names)),
       sums_(names_.size(), 0.0),
       num_batches_(num_batches),
-      batch_size_(config.batch_size),
-      max_iters_(config.max_iters),
-      bar_("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches, config.progress) {}
+      batch_size_(batch_size),
+      max_iters_(max_iters),
+      bar_(std::move(label), num_batches, progress) {}
 
 bool EpochLog::record(const std::vector<double>& values, int64_t& iterations) {
   for (size_t t = 0; t < sums_.size() && t < values.size(); ++t) sums_[t] += values[t];
@@ -46,26 +51,31 @@ bool EpochLog::finish(MetricsRow& row) {
   return done_ == num_batches_;
 }
 
-RunSummary run_epochs(const TrainConfig& config, Device device, Optimizer& optimizer, const RunDirectory& run,
-                      RunProgress& progress, const EpochSteps& steps) {
-  const auto start = Clock::now();
+EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const RunDirectory& run) {
   const CosineAnnealing schedule(config.lr, config.epochs, config.lr * config.lr_min_factor);
-  for (int64_t epoch = progress.start_epoch; epoch < config.epochs && !progress.stop; ++epoch) {
+  return {config.epochs, [schedule](int64_t epoch) { return schedule.lr_at(epoch); }, &run, device.is_cpu()};
+}
+
+RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps) {
+  const auto start = Clock::now();
+  for (int64_t epoch = progress.start_epoch; epoch < loop.epochs && !progress.stop; ++epoch) {
     const auto epoch_start = Clock::now();
-    optimizer.set_lr(schedule.lr_at(epoch));
-    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", schedule.lr_at(epoch)}};
+    const double lr = loop.lr_at(epoch);
+    optimizer.set_lr(lr);
+    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", lr}};
     const bool complete = steps.train(epoch, row);
-    steps.finish(epoch, row, progress.stop || epoch + 1 == config.epochs);
+    steps.finish(epoch, row, progress.stop || epoch + 1 == loop.epochs);
     row.push_back({"seconds", seconds_since(epoch_start)});
-    run.append_metrics(row);
+    if (loop.metrics) loop.metrics->append_metrics(row);
     if (!complete) {
-      std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
-                   static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1));
+      if (steps.checkpoint)
+        std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
+                     static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1));
       continue;
     }
-    steps.checkpoint(epoch + 1);
+    if (steps.checkpoint) steps.checkpoint(epoch + 1);
     progress.epochs_completed = epoch + 1;
-    if (epoch == progress.start_epoch && device.is_cpu())
+    if (epoch == progress.start_epoch && loop.cpu_epoch_note)
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
   }
   RunSummary summary;

@@ -147,7 +147,7 @@ void GcdRun::make_optimizer() {
 
 RunSummary GcdRun::run() {
   RunSummary summary = run_epochs(
-      config_, device_, *optimizer_, run_, progress_,
+      training_epoch_loop(config_, device_, run_), *optimizer_, progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});

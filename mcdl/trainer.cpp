@@ -159,7 +159,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
 RunSummary Trainer::run() {
   if (method_ == Method::kmeans) return run_kmeans();
   RunSummary summary = run_epochs(
-      config_, device_, *optimizer_, run_, progress_,
+      training_epoch_loop(config_, device_, run_), *optimizer_, progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { evaluate(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
