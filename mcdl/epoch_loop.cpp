@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "engine/optim/schedule.h"
+#include "engine/profile.h"
 
 namespace mcdl {
 
@@ -53,7 +54,7 @@ bool EpochLog::finish(MetricsRow& row) {
 
 EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const RunDirectory& run) {
   const CosineAnnealing schedule(config.lr, config.epochs, config.lr * config.lr_min_factor);
-  return {config.epochs, [schedule](int64_t epoch) { return schedule.lr_at(epoch); }, &run, device.is_cpu()};
+  return {config.epochs, [schedule](int64_t epoch) { return schedule.lr_at(epoch); }, device, &run, device.is_cpu()};
 }
 
 RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps) {
@@ -73,7 +74,10 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
                      static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1));
       continue;
     }
-    if (steps.checkpoint) steps.checkpoint(epoch + 1);
+    if (steps.checkpoint) {
+      const ProfileRange range(loop.device, "checkpoint");
+      steps.checkpoint(epoch + 1);
+    }
     progress.epochs_completed = epoch + 1;
     if (epoch == progress.start_epoch && loop.cpu_epoch_note)
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
@@ -83,6 +87,16 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
   summary.epochs_completed = progress.epochs_completed;
   summary.seconds = seconds_since(start);
   return summary;
+}
+
+void backward_and_step(const Tensor& loss, Optimizer& optimizer) {
+  {
+    const ProfileRange range(loss.device(), "backward");
+    optimizer.zero_grad();
+    loss.backward();
+  }
+  const ProfileRange range(loss.device(), "optimizer_step");
+  optimizer.step();
 }
 
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,

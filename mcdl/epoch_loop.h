@@ -10,6 +10,7 @@
 
 #include "engine/device.h"
 #include "engine/optim/optimizer.h"
+#include "engine/tensor.h"
 #include "mcdl/progress.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/run_progress.h"
@@ -61,6 +62,7 @@ struct EpochSteps {
 struct EpochLoop {
   int64_t epochs = 0;
   std::function<double(int64_t epoch)> lr_at;  // the learning-rate schedule
+  Device device = Device::cpu();               // the run's: on a GPU the checkpoint is a profiler range
   const RunDirectory* metrics = nullptr;       // appends each epoch's row there (none: pretraining)
   // "running on the CPU: N s per epoch" after the first epoch, for runs whose epoch lines show no
   // time (pretraining's do).
@@ -71,6 +73,10 @@ struct EpochLoop {
 EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const RunDirectory& run);
 // The summary's accuracy is left for the caller.
 RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps);
+
+// A step's update: the gradients of `loss` (the last step's cleared first), then the optimizer's
+// step, each a profiler range on a GPU ("backward", "optimizer_step").
+void backward_and_step(const Tensor& loss, Optimizer& optimizer);
 
 // The error of a loss that is not finite: term, epoch, iteration and what to do.
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,

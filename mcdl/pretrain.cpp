@@ -14,6 +14,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
+#include "engine/profile.h"
 #include "engine/random.h"
 #include "layers/backbone_file.h"
 #include "layers/mlp.h"
@@ -124,13 +125,12 @@ double run_pretraining(const PretrainConfig& config) {
     LoadedBatch batch;
     while (loader.next(batch)) {
       const Tensor images = concat({batch.views[0], batch.views[1]}, 0);
-      const Tensor loss = info_nce_loss(projection.forward(backbone.forward(images)), config.temperature);
-      const double value = loss.item();
+      const Tensor features = profiled(device, "forward", [&] { return projection.forward(backbone.forward(images)); });
+      const Tensor loss = info_nce_loss(features, config.temperature);
+      const double value = profiled(device, "read_losses", [&] { return loss.item(); });
       check(std::isfinite(value), "pretraining loss became ", value, " at epoch ", epoch, ", iteration ", batch.batch,
             "; lower --lr");
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
+      backward_and_step(loss, *optimizer);
       if (!log.record({value}, progress.iterations)) {
         progress.stop = true;
         break;
@@ -146,8 +146,8 @@ double run_pretraining(const PretrainConfig& config) {
                 static_cast<long long>(config.epochs), last_loss, row[1].second, seconds_since(epoch_start));
     std::fflush(stdout);
   };
-  run_epochs({.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }}, *optimizer,
-             progress, {train, finish, {}});
+  run_epochs({.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }, .device = device},
+             *optimizer, progress, {train, finish, {}});
   return last_loss;
 }
 
