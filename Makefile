@@ -7,6 +7,11 @@
 #   - with g++ and the CPU emulator (kernels/emu/) into build/libmcdl_cuda_emu.a: linked into
 #     build/mcdl_tests, which checks every kernel against the CPU reference without a GPU.
 # Without nvcc, the tools link the emulated library, which reports no device: a CPU-only build.
+# Parallel by default: one job per core unless the command line gives -j (make -j1 for a serial
+# build). A fresh clone's `make test` on 2 cores is otherwise dominated by one-at-a-time nvcc.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 CXX      ?= g++
 BUILD    ?= build
 CUDA_HOME ?= /usr/local/cuda
@@ -55,6 +60,8 @@ TOOL_LIB  := $(BUILD)/libmcdl_tools.a
 TESTS     := $(BUILD)/mcdl_tests
 GPU_TESTS := $(BUILD)/mcdl_tests_gpu
 BENCH     := $(BUILD)/bench_linear
+# A whole training step (ViT-B/16 + SimGCD, and + MCDL) on either device, against PyTorch.
+STEP_BENCH := $(BUILD)/bench_step
 GPU_BENCH := $(BUILD)/bench_gpu
 
 ifeq ($(NVCC),)
@@ -69,7 +76,7 @@ endif
 TEST_ARGS ?=
 
 .PHONY: all test test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
-all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH)
+all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH) $(STEP_BENCH)
 
 cuda-note:
 ifeq ($(NVCC),)
@@ -90,13 +97,17 @@ test-slow: $(TESTS)
 test-gpu: $(GPU_TESTS)
 	./$(GPU_TESTS) $(TEST_ARGS)
 
-bench: $(BENCH)
+# The step benchmark on the CPU (ViT-B/16 at batch 16, as measured against Debian's PyTorch 1.13).
+bench: $(BENCH) $(STEP_BENCH)
 	./$(BENCH)
+	python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd \
+	  --iterations 3 --warmup 1 --engine $(STEP_BENCH)
 
 # PyTorch's timings of the same ops, where PyTorch and a GPU are present, give the ratio column.
-bench-gpu: $(GPU_BENCH)
+bench-gpu: $(GPU_BENCH) $(STEP_BENCH)
 	-python3 tools/bench_torch_gpu.py > $(BUILD)/torch_gpu_times.tsv
 	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
+	python3 tools/bench_torch_step.py --device cuda --batch 128 --engine $(STEP_BENCH)
 
 # Fashion-MNIST: k-means, SimGCD and SimGCD + MCDL (robust and paper) over seeds, on the GPU
 # when present (tools/demo.sh): make demo SEEDS="1 2 3" MAX_TRAIN=10000.
@@ -161,13 +172,16 @@ $(GPU_TESTS): $(GPU_TEST_SRCS:%.cpp=$(BUILD)/%.o) $(BUILD)/tests/main/gpu_device
 $(BENCH): $(BUILD)/tools/bench_linear.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
 	$(CXX) $(BUILD)/tools/bench_linear.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
 
+$(STEP_BENCH): $(BUILD)/tools/bench_step.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $(BUILD)/tools/bench_step.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+
 $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
 	rm -rf $(BUILD) $(TOOL_BINS)
 
--include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d
+-include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d $(BUILD)/tools/bench_step.d
 
 # Throughput of the CPU data pipeline (tools/bench_augment.cpp), then torchvision/Pillow's on the
 # same sizes where python3 with torchvision is present (tools/bench_augment_torch.py).

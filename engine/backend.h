@@ -13,6 +13,7 @@
 
 #include "engine/device.h"
 #include "engine/profile.h"
+#include "kernels/cpu/bf16_inference.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/elementwise.h"
@@ -25,6 +26,7 @@
 #include "kernels/cpu/random.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/shape.h"
+#include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
@@ -65,6 +67,8 @@
   X(permute) X(copy_axis_block) X(slice_backward)                                                          \
   /* optim.h, random.h */                                                                                  \
   X(sgd_update) X(adamw_update) X(uniform)                                                                 \
+  /* bf16_inference.h, gemm.h */                                                                           \
+  X(gemm_bf16) X(linear_bf16) X(layer_norm_bf16) X(gelu_bf16) X(softmax_bf16)                              \
   /* memory_bank.h */                                                                                      \
   X(bank_update) X(bank_consistency) X(bank_mean_probs) X(credibility_buckets) X(one_hot)
 

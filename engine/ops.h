@@ -3,6 +3,7 @@
 #include "engine/ops/conv.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/indexing.h"
+#include "engine/ops/inference.h"
 #include "engine/ops/linalg.h"
 #include "engine/ops/loss.h"
 #include "engine/ops/method.h"

@@ -17,6 +17,11 @@ Tensor Block::forward_first_token(const Tensor& x) const {
   return h + mlp.forward(norm2.forward(h));
 }
 
+Tensor Block::forward_bf16(const Tensor& x) const {
+  Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x);
+  return mlp.forward_bf16(norm2.forward_bf16(h), h);
+}
+
 void Block::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
   norm1.visit_parameters(prefix + "norm1.", visit);
   attn.visit_parameters(prefix + "attn.", visit);

@@ -17,6 +17,9 @@ class Block : public Module {
   // tokens, the query, attention output, projection and MLP for token 0 only. The same numbers
   // as forward(x)[:, 0:1] at a fraction of the cost (the last block, when only CLS is used).
   Tensor forward_first_token(const Tensor& x) const;
+  // forward() of a frozen block on bf16 activations [B, T, D] (engine/ops/inference.h), the
+  // residual adds fused into the projections.
+  Tensor forward_bf16(const Tensor& x) const;
 
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 

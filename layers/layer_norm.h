@@ -9,6 +9,8 @@ class LayerNorm : public Module {
   LayerNorm(int64_t dim, double eps);
 
   Tensor forward(const Tensor& x) const;  // [..., dim] → [..., dim]
+  // forward() on bf16 activations, no graph (engine/ops/inference.h: the frozen blocks' bf16 path).
+  Tensor forward_bf16(const Tensor& x) const;
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
   Tensor weight, bias;  // [dim] each

@@ -11,6 +11,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamI
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
 
+Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual) const {
+  return bf16_linear(x, weight, bias, residual);
+}
+
 void Linear::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
   visit(prefix + "weight", weight, weight_init_);
   if (bias.defined()) visit(prefix + "bias", bias, ParamInit::constant(0.0));

@@ -11,6 +11,8 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias, ParamInit weight_init);
 
   Tensor forward(const Tensor& x) const;  // [..., in] → [..., out]
+  // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product).
+  Tensor forward_bf16(const Tensor& x, const Tensor& residual = Tensor()) const;
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
   Tensor weight, bias;  // bias undefined when the layer has none

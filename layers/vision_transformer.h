@@ -73,7 +73,8 @@ class VisionTransformer : public Module {
 
  private:
   // Runs prepare_tokens and blocks [0, end), under NoGradGuard when nothing there needs a
-  // gradient; `end` = the first block with a trainable parameter, at most `limit`.
+  // gradient (then, in bf16 matmul precision, on bf16 activations: Block::forward_bf16); `end` =
+  // the first block with a trainable parameter, at most `limit`.
   Tensor run_frozen_prefix(const Tensor& images, size_t limit, size_t& end);
 
   VitConfig config_;

@@ -30,6 +30,7 @@ std::vector<ConfigOption> pretrain_options(PretrainConfig& c) {
       {"model", "backbone spec (layers/vit_config.h keys: img, patch, chans, dim, depth, heads, ...)", &c.model},
       {"out", "backbone file to write (.safetensors); also -o", &c.out},
       {"device", "auto, cpu or cuda", &c.device},
+      {"precision", "matrix products on the GPU: fp32 (default), tf32 or bf16 (inputs rounded to bf16 as PyTorch's autocast, fp32 accumulation)", &c.precision},
       {"optimizer", "adamw or sgd (momentum 0.9)", &c.optimizer},
       {"seed", "seed of every random draw", &c.seed},
       {"epochs", "training epochs", &c.epochs},
@@ -60,6 +61,7 @@ void validate_pretrain_config(const PretrainConfig& c) {
 double run_pretraining(const PretrainConfig& config) {
   validate_pretrain_config(config);
   const Device device = select_device(config.device);
+  select_matmul_precision(config.precision, device);
   DatasetOptions dataset_options;
   dataset_options.max_train = config.max_train;
   const Dataset dataset = load_dataset(config.dataset, config.data_root, dataset_options);

@@ -116,6 +116,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
+  select_matmul_precision(config_.precision, device_);
   begin_run(config_, data_, run_, resume_);
   model_ = build_model(config_, data_.num_classes());
   model_->to(device_);

@@ -11,6 +11,7 @@
 
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/ops/linalg.h"
 #include "io/npy.h"
 #include "mcdl/features.h"
 #include "mcdl/progress.h"
@@ -42,12 +43,13 @@ constexpr const char* kUsage =
     "  --raw                 the features as they are (default: each row L2-normalised)\n"
     "  --batch-size N        images per forward pass (default 64)\n"
     "  --device D            auto, cpu or cuda (default auto)\n"
+    "  --precision P         GPU matrix products: fp32 (default), tf32 or bf16\n"
     "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 done, 1 error (one line \"error: ...\" on stderr, naming the file), 2 bad usage.\n";
 
 struct Arguments {
-  std::string weights, config, checkpoint, output, device = "auto";
+  std::string weights, config, checkpoint, output, device = "auto", precision = "fp32";
   std::vector<std::string> inputs;
   int64_t image_size = 0, batch_size = 64;
   bool raw = false;
@@ -93,6 +95,8 @@ Arguments parse_arguments(int argc, char** argv) {
       args.batch_size = positive(value(), arg);
     } else if (arg == "--device") {
       args.device = value();
+    } else if (arg == "--precision") {
+      args.precision = value();
     } else if (arg == "--raw") {
       args.raw = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
@@ -139,6 +143,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   const Device device = select_device(args.device);
+  select_matmul_precision(args.precision, device);
   const std::vector<std::string> images = list_image_files(args.inputs);
   for (const std::string& image : images)
     check(image.find('\n') == std::string::npos, image, ": a path with a newline cannot be listed one per line");

@@ -9,7 +9,12 @@ namespace mcdl {
 
 // The kernels' form of the matmul precision.
 inline GemmMode gemm_mode() {
-  return matmul_precision() == MatmulPrecision::tf32 ? GemmMode::tf32 : GemmMode::fp32;
+  switch (matmul_precision()) {
+    case MatmulPrecision::tf32: return GemmMode::tf32;
+    case MatmulPrecision::bf16: return GemmMode::bf16;
+    case MatmulPrecision::fp32: break;
+  }
+  return GemmMode::fp32;
 }
 
 // C_i = op(A_i)·op(B_i), or C_i += op(A_i)·op(B_i) in Accumulate mode, for i < batch;

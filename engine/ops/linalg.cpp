@@ -32,6 +32,30 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+const char* matmul_precision_name(MatmulPrecision value) {
+  switch (value) {
+    case MatmulPrecision::fp32: return "fp32";
+    case MatmulPrecision::tf32: return "tf32";
+    case MatmulPrecision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+MatmulPrecision parse_matmul_precision(const std::string& text) {
+  for (MatmulPrecision value : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16}) {
+    if (text == matmul_precision_name(value)) return value;
+  }
+  fail("--precision: expected fp32, tf32 or bf16, got '", text, "'");
+}
+
+void select_matmul_precision(const std::string& text, Device device) {
+  const MatmulPrecision value = parse_matmul_precision(text);
+  check(value == MatmulPrecision::fp32 || device.is_cuda(), "--precision ", text,
+        ": needs a CUDA device (the CPU backend computes in fp32: Debian's OpenBLAS 0.3.21 has no bf16 GEMM and ",
+        "the processor no TF32); run with --precision fp32");
+  set_matmul_precision(value);
+}
+
 void set_matmul_precision(MatmulPrecision value) { precision = value; }
 MatmulPrecision matmul_precision() { return precision; }
 

@@ -1,5 +1,7 @@
 // Matrix products: matmul (batched over leading dimensions) and the linear layer's x·Wᵀ + b.
 #pragma once
+#include <string>
+
 #include "engine/tensor.h"
 
 namespace mcdl {
@@ -12,9 +14,17 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // be an undefined Tensor for no bias).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// How f32 matrix products run on a CUDA device: full fp32 (the default, as PyTorch ≥ 1.12)
-// or TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation). The CPU always uses fp32.
-enum class MatmulPrecision { fp32, tf32 };
+// How f32 matrix products run on a CUDA device: full fp32 (the default, as PyTorch ≥ 1.12),
+// TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation), or bf16 tensor cores (inputs
+// rounded to bf16 as PyTorch's autocast does; fp32 accumulation and output). The CPU always uses
+// fp32: the tools refuse tf32 and bf16 there (Debian's OpenBLAS has no bf16 GEMM).
+enum class MatmulPrecision { fp32, tf32, bf16 };
+// "fp32", "tf32", "bf16"; parse_matmul_precision names the choices when the text is none of them.
+const char* matmul_precision_name(MatmulPrecision precision);
+MatmulPrecision parse_matmul_precision(const std::string& text);
+// --precision for a run on `device`: parses it, refuses tf32 and bf16 on the CPU with a message
+// that says what to do, and makes it the process's matmul precision.
+void select_matmul_precision(const std::string& text, Device device);
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 

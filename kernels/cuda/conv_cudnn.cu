@@ -306,7 +306,7 @@ bool run_forward(const T* x, const T* w, T* y, const PatchGrid& g, int64_t out_c
 
 bool conv2d_patch_cudnn(const float* x, const float* w, float* y, const PatchGrid& grid, int64_t out_channels,
                         GemmMode mode) {
-  return run_forward(x, w, y, grid, out_channels, mode == GemmMode::tf32);
+  return run_forward(x, w, y, grid, out_channels, mode != GemmMode::fp32);
 }
 
 // Double data: tensor cores compute in full double precision (DMMA), so every engine is fine.

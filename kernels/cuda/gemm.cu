@@ -6,7 +6,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
+#include "kernels/cuda/bf16_inference.h"
+#include "kernels/cuda/copy.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linalg.h"
 #include "kernels/cuda/runtime.h"
@@ -95,7 +98,8 @@ uint32_t alignment_of(const void* pointer) {
 // and the alignment of every buffer (it reads the bias pointer's off the descriptor).
 struct LtKey {
   cublasComputeType_t compute;
-  cudaDataType type;
+  cudaDataType type;      // of A and B
+  cudaDataType out_type;  // of C, D and the bias
   bool trans_a, trans_b;
   int m, n, k, lda, ldb;
   uint32_t align_a, align_b, align_c, align_bias;
@@ -148,7 +152,7 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   plan.a = key.trans_b ? lt_layout(key.type, key.k, key.n, key.ldb) : lt_layout(key.type, key.n, key.k, key.ldb);
   plan.b = key.trans_a ? lt_layout(key.type, key.m, key.k, key.lda) : lt_layout(key.type, key.k, key.m, key.lda);
-  plan.c = lt_layout(key.type, key.n, key.m, key.n);
+  plan.c = lt_layout(key.out_type, key.n, key.m, key.n);
 
   cublasLtMatmulPreference_t raw_preference;
   MCDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_preference));
@@ -178,10 +182,11 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   return plan;
 }
 
-// Runs C = op(A)·op(B) + bias through cuBLASLt if it has an algorithm for it (heuristics asked
-// once per key, answers kept, "none" included); false when it has none.
-bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, void* c, const void* one,
-                  const void* zero) {
+// Runs D = op(A)·op(B) + beta·C + bias through cuBLASLt if it has an algorithm for it (heuristics
+// asked once per key, answers kept, "none" included); false when it has none. C and D share a
+// layout; C is not read when beta = 0.
+bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, const void* c, void* d,
+                  const void* one, const void* beta) {
   static std::mutex mutex;
   static std::map<LtKey, std::optional<LtPlan>> plans;
   const std::lock_guard<std::mutex> lock(mutex);  // the cached descriptor's bias pointer is shared state
@@ -191,16 +196,16 @@ bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bi
   const LtPlan& plan = *found->second;
   MCDL_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  // beta = 0: C is not read; it is D's own buffer and layout (an in-place product).
-  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), zero, c,
-                                   plan.c.get(), c, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
+  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), beta, c,
+                                   plan.c.get(), d, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
                                    engine_stream()));
   return true;
 }
 
-template <class T>
-bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                   int64_t ldb, const T* bias, T* c, GemmMode mode, cudaDataType type, cublasComputeType_t compute) {
+template <class In, class Out>
+bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const In* a, int64_t lda,
+                    const In* b, int64_t ldb, const Out* bias, Out* c, GemmMode mode, cudaDataType type,
+                    cublasComputeType_t compute) {
   if (m == 0 || n == 0) return true;
   // PyTorch keeps products where the weight has a dimension of 1 (n or k here) off cuBLASLt
   // (its heuristic rejects some), and a bias below 16-byte alignment has been reported to fail
@@ -208,6 +213,7 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if (n > 1 && k > 1 && alignment_of(bias) >= 16) {
     const LtKey key{.compute = compute,
                     .type = type,
+                    .out_type = std::is_same_v<Out, double> ? CUDA_R_64F : CUDA_R_32F,
                     .trans_a = trans_a,
                     .trans_b = trans_b,
                     .m = as_int(m, "m"),
@@ -219,19 +225,51 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     .align_b = alignment_of(b),
                     .align_c = alignment_of(c),
                     .align_bias = alignment_of(bias)};
-    const T one = 1, zero = 0;
-    if (lt_gemm_bias(key, a, b, bias, c, &one, &zero)) return true;
+    const Out one = 1, zero = 0;
+    if (lt_gemm_bias(key, a, b, bias, c, c, &one, &zero)) return true;
   }
   broadcast_rows(bias, c, m, n);
-  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
+  if constexpr (std::is_same_v<In, bf16>) gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 1.0f, c, n, 0, 1);
+  else gemm(trans_a, trans_b, m, n, k, Out(1), a, lda, 0, b, ldb, 0, Out(1), c, n, 0, 1, mode);
   return false;
 }
+
+// ---- GemmMode::bf16: float operands rounded to bf16 once, then the bf16 product --------------
+
+// A float operand's bf16 copy in pool memory, freed in stream order (the product that reads it
+// is queued before the free). Views keep their leading dimension and batch stride: the copy
+// spans the operand from its first to its last element, gaps included.
+class Bf16Operand {
+ public:
+  // op(X) is rows×cols; X is stored transposed when `trans`.
+  Bf16Operand(const float* x, bool trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+    const int64_t stored_rows = trans ? cols : rows, stored_cols = trans ? rows : cols;
+    const int64_t extent = (batch - 1) * stride + (stored_rows - 1) * ld + stored_cols;
+    data_ = static_cast<bf16*>(device_alloc(static_cast<size_t>(extent) * sizeof(bf16)));
+    convert(x, data_, extent);
+  }
+  ~Bf16Operand() { device_free(data_); }
+  Bf16Operand(const Bf16Operand&) = delete;
+  Bf16Operand& operator=(const Bf16Operand&) = delete;
+  const bf16* get() const { return data_; }
+
+ private:
+  bf16* data_ = nullptr;
+};
+
+bool empty_product(int64_t m, int64_t n, int64_t k, int64_t batch) { return m == 0 || n == 0 || k == 0 || batch == 0; }
 
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
           int64_t stride_c, int64_t batch, GemmMode mode) {
+  if (mode == GemmMode::bf16 && !empty_product(m, n, k, batch)) {
+    const Bf16Operand a16(a, trans_a, m, k, lda, stride_a, batch), b16(b, trans_b, k, n, ldb, stride_b, batch);
+    gemm(trans_a, trans_b, m, n, k, alpha, a16.get(), lda, stride_a, b16.get(), ldb, stride_b, beta, c, ldc, stride_c,
+         batch);
+    return;
+  }
   strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F, ldb, stride_b,
                   &beta, c, CUDA_R_32F, ldc, stride_c, batch,
                   mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
@@ -253,13 +291,55 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode) {
+  if (mode == GemmMode::bf16 && !empty_product(m, n, k, 1)) {
+    const Bf16Operand a16(a, trans_a, m, k, lda, 0, 1), b16(b, trans_b, k, n, ldb, 0, 1);
+    return gemm_bias_impl(trans_a, trans_b, m, n, k, a16.get(), lda, b16.get(), ldb, bias, c, mode, CUDA_R_16BF,
+                          CUBLAS_COMPUTE_32F);
+  }
   return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_32F,
-                       mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+                        mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 }
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
                const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode) {
   return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_64F, CUBLAS_COMPUTE_64F);
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc, int64_t stride_c,
+               int64_t batch) {
+  const float beta = 0;
+  strided_batched(trans_a, trans_b, m, n, k, &alpha, a, CUDA_R_16BF, lda, stride_a, b, CUDA_R_16BF, ldb, stride_b,
+                  &beta, c, CUDA_R_16BF, ldc, stride_c, batch, CUBLAS_COMPUTE_32F);
+}
+
+void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                 const bf16* residual, bf16* y) {
+  if (rows == 0 || out == 0) return;
+  const float one = 1, beta = residual ? 1.0f : 0.0f;
+  // As gemm_bias_impl: y = x·wᵀ is the engine's row-major C = A·Bᵀ with A = x, B = w.
+  if (out > 1 && in > 1 && alignment_of(bias) >= 16) {
+    const LtKey key{.compute = CUBLAS_COMPUTE_32F,
+                    .type = CUDA_R_16BF,
+                    .out_type = CUDA_R_16BF,
+                    .trans_a = false,
+                    .trans_b = true,
+                    .m = as_int(rows, "m"),
+                    .n = as_int(out, "n"),
+                    .k = as_int(in, "k"),
+                    .lda = as_int(in, "lda"),
+                    .ldb = as_int(in, "ldb"),
+                    .align_a = alignment_of(x),
+                    .align_b = alignment_of(w),
+                    .align_c = std::min(alignment_of(y), residual ? alignment_of(residual) : 256u),
+                    .align_bias = alignment_of(bias)};
+    if (lt_gemm_bias(key, x, w, bias, residual ? residual : y, y, &one, &beta)) return;
+  }
+  // No cuBLASLt algorithm: the residual (or nothing) plus the product, then the bias.
+  if (residual && residual != y) copy_device_to_device(y, residual, static_cast<size_t>(rows * out) * sizeof(bf16));
+  strided_batched(false, true, rows, out, in, &one, x, CUDA_R_16BF, in, 0, w, CUDA_R_16BF, in, 0, &beta, y,
+                  CUDA_R_16BF, out, 0, 1, CUBLAS_COMPUTE_32F);
+  add_rows_bf16(y, bias, rows, out);
 }
 
 }  // namespace mcdl::cuda

@@ -26,6 +26,17 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
           int64_t stride_c, int64_t batch);
 
+// bf16 operands and bf16 output, fp32 accumulation, C overwritten (beta = 0): the frozen blocks'
+// bf16 inference path (attention scores and context).
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+               int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, bf16* c, int64_t ldc, int64_t stride_c,
+               int64_t batch);
+// y [rows, out] = x [rows, in]·wᵀ (w [out, in]) + bias (+ residual [rows, out] where not null), bf16
+// throughout, fp32 accumulation and one rounding: cuBLASLt's bias epilogue with the residual as
+// its C (beta = 1), so a block's residual add costs no pass of its own.
+void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                 const bf16* residual, bf16* y);
+
 // One product with a bias: C = op(A)·op(B) + bias, bias[j] added to column j of every row
 // (a linear layer's output features), C contiguous m×n, op(A) m×k, op(B) k×n. cuBLASLt adds
 // the bias in the GEMM's epilogue, so C is written once and never read. Where cuBLASLt is not

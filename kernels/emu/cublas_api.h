@@ -86,7 +86,9 @@ inline void column_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, 
       const double dot = double_compute ? dot_double : dot_float;
       const double old = beta == 0 ? 0.0 : blas_load(C, c_type, i + j * ldc);
       const double value = alpha * dot + beta * old + (bias ? blas_load(bias, d_type, i) : 0.0);
+      // A bf16 D gets the fp32 result rounded once, as the library's epilogue converts it.
       if (d_type == CUDA_R_64F) static_cast<double*>(D)[i + j * ldd] = value;
+      else if (d_type == CUDA_R_16BF) static_cast<bf16*>(D)[i + j * ldd] = bf16(static_cast<float>(value));
       else static_cast<float*>(D)[i + j * ldd] = static_cast<float>(value);
     }
 }
@@ -285,7 +287,8 @@ inline cublasStatus_t check_lt_problem(cublasLtMatmulDesc_t desc, cublasLtMatrix
       desc->compute == CUBLAS_COMPUTE_64F
           ? desc->scale == CUDA_R_64F && a->type == CUDA_R_64F && b->type == CUDA_R_64F && c->type == CUDA_R_64F &&
                 d->type == CUDA_R_64F
-          : desc->scale == CUDA_R_32F && a->type == b->type && c->type == CUDA_R_32F && d->type == CUDA_R_32F &&
+          : desc->scale == CUDA_R_32F && a->type == b->type && c->type == d->type &&
+                (d->type == CUDA_R_32F || (d->type == CUDA_R_16BF && a->type == CUDA_R_16BF)) &&
                 ((desc->compute == CUBLAS_COMPUTE_32F && (a->type == CUDA_R_32F || a->type == CUDA_R_16BF)) ||
                  (desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32 && a->type == CUDA_R_32F));
   return types_ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;

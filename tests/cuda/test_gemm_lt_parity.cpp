@@ -36,7 +36,10 @@ bool check_gemm_bias(const BiasProduct& p, cuda::GemmMode mode, double tolerance
   const Tensor b = random_tensor({rows_b * ldb + p.offset}, 2, -1, 1, dtype);
   const Tensor bias = random_tensor({p.n + p.bias_offset}, 3, -1, 1, dtype);
 
-  const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64), bias64 = bias.to(DType::f64);
+  // bf16 mode rounds A and B to bf16 once: the reference multiplies the same rounded values.
+  const bool rounded = mode == cuda::GemmMode::bf16;
+  const Tensor a64 = (rounded ? a.to(DType::bf16) : a).to(DType::f64), b64 = (rounded ? b.to(DType::bf16) : b).to(DType::f64);
+  const Tensor bias64 = bias.to(DType::f64);
   Tensor expected = empty({p.m, p.n}, DType::f64);
   cpu::broadcast_rows(bias64.data<double>() + p.bias_offset, expected.data<double>(), p.m, p.n);
   cpu::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a64.data<double>() + p.offset, lda,
@@ -79,10 +82,11 @@ void for_odd_shapes_and_transposes(F check) {
 
 }  // namespace
 
-TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32 and tf32") {
+TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32, tf32 and bf16") {
   for_odd_shapes_and_transposes([](const BiasProduct& p) {
     CHECK(check_gemm_bias<float>(p, cuda::GemmMode::fp32, fp32_tolerance));
     CHECK(check_gemm_bias<float>(p, cuda::GemmMode::tf32, tf32_tolerance));
+    CHECK(check_gemm_bias<float>(p, cuda::GemmMode::bf16, fp32_tolerance));  // bf16 operands, f32 bias and output
   });
 }
 
@@ -105,6 +109,8 @@ TEST_CASE("cuda gemm_bias: the unfused path gives the same values") {
   // One output feature, one input feature, a bias off 16-byte alignment: broadcast + GEMM.
   CHECK_FALSE(check_gemm_bias<float>({197, 1, 64, false, true}, cuda::GemmMode::fp32, fp32_tolerance));
   CHECK_FALSE(check_gemm_bias<float>({3, 197, 1, false, true}, cuda::GemmMode::tf32, tf32_tolerance));
+  CHECK_FALSE(check_gemm_bias<float>({3, 197, 1, false, true}, cuda::GemmMode::bf16, fp32_tolerance));
+  CHECK_FALSE(check_gemm_bias<float>({3, 197, 64, false, true, 1, 1}, cuda::GemmMode::bf16, fp32_tolerance));
   CHECK_FALSE(check_gemm_bias<float>({3, 197, 64, false, true, 0, 1}, cuda::GemmMode::fp32, fp32_tolerance));
   CHECK_FALSE(check_gemm_bias<double>({3, 197, 64, false, true, 0, 1}, cuda::GemmMode::fp32, f64_tolerance));
 }
@@ -151,5 +157,12 @@ TEST_CASE("cuda parity: TF32 linear with the fused bias stays within TF32's roun
   check_cuda_parity("linear tf32", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)},
                     2e-2, 2e-2);
+  set_matmul_precision(MatmulPrecision::fp32);
+}
+
+TEST_CASE("cuda parity: bf16 linear (operands rounded as autocast does) stays within bf16's rounding") {
+  set_matmul_precision(MatmulPrecision::bf16);
+  check_cuda_parity("linear bf16", [](auto& x) { return linear(x[0], x[1], x[2]); },
+                    {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)}, 5e-2, 5e-2);
   set_matmul_precision(MatmulPrecision::fp32);
 }

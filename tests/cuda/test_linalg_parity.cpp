@@ -24,9 +24,13 @@ void check_gemm_layout(bool trans_a, bool trans_b, cuda::GemmMode mode, double t
   const Tensor b = random_tensor({batch, rows_b, ldb}, 2, -1, 1, DType::f32);
   const Tensor c = random_tensor({batch, m, ldc}, 3, -1, 1, DType::f32);
   Tensor expected = c.clone();
+  // bf16 mode rounds the inputs to bf16 once: the reference multiplies the same rounded values.
+  const bool rounded = mode == cuda::GemmMode::bf16;
+  const Tensor a_ref = rounded ? a.to(DType::bf16).to(DType::f32) : a, b_ref = rounded ? b.to(DType::bf16).to(DType::f32) : b;
   for (int64_t i = 0; i < batch; ++i)
-    cpu::gemm(trans_a, trans_b, m, n, k, 1.0f, a.data<float>() + i * a.numel() / batch, lda,
-              b.data<float>() + i * b.numel() / batch, ldb, 0.5f, expected.data<float>() + i * c.numel() / batch, ldc);
+    cpu::gemm(trans_a, trans_b, m, n, k, 1.0f, a_ref.data<float>() + i * a.numel() / batch, lda,
+              b_ref.data<float>() + i * b.numel() / batch, ldb, 0.5f, expected.data<float>() + i * c.numel() / batch,
+              ldc);
   Tensor got = c.to(Device::cuda());
   cuda::gemm(trans_a, trans_b, m, n, k, 1.0f, a.to(Device::cuda()).ptr<float>(), lda, a.numel() / batch,
              b.to(Device::cuda()).ptr<float>(), ldb, b.numel() / batch, 0.5f, got.ptr<float>(), ldc, c.numel() / batch,
@@ -35,13 +39,14 @@ void check_gemm_layout(bool trans_a, bool trans_b, cuda::GemmMode mode, double t
 }
 }  // namespace
 
-TEST_CASE("cuda gemm: all transposes, padded leading dimensions, batches, fp32 and tf32") {
+TEST_CASE("cuda gemm: all transposes, padded leading dimensions, batches, fp32, tf32 and bf16") {
   for (bool trans_a : {false, true})
     for (bool trans_b : {false, true}) {
       CAPTURE(trans_a);
       CAPTURE(trans_b);
       check_gemm_layout(trans_a, trans_b, cuda::GemmMode::fp32, 1e-5);
       check_gemm_layout(trans_a, trans_b, cuda::GemmMode::tf32, 5e-3);  // 10-bit mantissa inputs, K = 9
+      check_gemm_layout(trans_a, trans_b, cuda::GemmMode::bf16, 1e-5);  // against the rounded inputs
     }
 }
 
@@ -91,4 +96,20 @@ TEST_CASE("cuda parity: TF32 matmul stays within TF32's rounding") {
   check_cuda_parity("matmul tf32", [](auto& x) { return matmul(x[0], x[1]); },
                     {leaf({3, 64}, 24), leaf({64, 5}, 25)}, 2e-2, 2e-2);
   set_matmul_precision(MatmulPrecision::fp32);
+}
+
+TEST_CASE("cuda parity: bf16 matmul (autocast's rounding) stays within bf16's rounding of the fp32 result") {
+  // 8-bit mantissa inputs: each product off by ≤ 2^-8 relative; K = 64 random-sign terms.
+  set_matmul_precision(MatmulPrecision::bf16);
+  check_cuda_parity("matmul bf16", [](auto& x) { return matmul(x[0], x[1]); },
+                    {leaf({3, 64}, 24), leaf({64, 5}, 25)}, 5e-2, 5e-2);
+  check_cuda_parity("matmul bf16 batched", [](auto& x) { return matmul(x[0], x[1]); },
+                    {leaf({2, 3, 5, 8}, 8), leaf({2, 3, 8, 3}, 9)}, 5e-2, 5e-2);
+  set_matmul_precision(MatmulPrecision::fp32);
+}
+
+TEST_CASE("matmul precision names") {
+  for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    CHECK(parse_matmul_precision(matmul_precision_name(p)) == p);
+  CHECK_THROWS_WITH(parse_matmul_precision("fp16"), doctest::Contains("expected fp32, tf32 or bf16, got 'fp16'"));
 }

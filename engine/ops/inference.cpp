@@ -1,0 +1,97 @@
+#include "engine/ops/inference.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend.h"
+#include "engine/dispatch.h"
+#include "engine/ops/shape.h"
+
+namespace mcdl {
+namespace {
+
+void check_inference_input(const char* op, const Tensor& x, DType dtype) {
+  check_defined(op, x);
+  check(x.dtype() == dtype, op, ": expected a ", dtype_name(dtype), " tensor, got ", x);
+  check(!x.requires_grad(), op, ": forward only (the frozen blocks), but input ", x, " requires a gradient");
+}
+
+}  // namespace
+
+Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  check_inference_input("bf16_layer_norm", x, DType::bf16);
+  check(x.dim() >= 1 && x.size(-1) > 0, "bf16_layer_norm: input ", x, " has no last dimension to normalise");
+  const int64_t d = x.size(-1);
+  for (const Tensor* param : {&gamma, &beta}) {
+    check_inference_input("bf16_layer_norm", *param, DType::f32);
+    check(param->device() == x.device() && param->shape() == Shape{d}, "bf16_layer_norm: parameter ", *param,
+          " does not fit input ", x);
+  }
+  Tensor out = empty(x.shape(), DType::bf16, x.device());
+  on_device(x.device(), [&](auto k) {
+    k.layer_norm_bf16(x.ptr<bf16>(), gamma.ptr<float>(), beta.ptr<float>(), out.ptr<bf16>(), x.numel() / d, d,
+                      static_cast<float>(eps));
+  });
+  return out;
+}
+
+Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  check_inference_input("bf16_linear", x, DType::bf16);
+  check_inference_input("bf16_linear", weight, DType::f32);
+  const int64_t in = x.dim() >= 1 ? x.size(-1) : 0;
+  check(weight.dim() == 2 && weight.size(1) == in && weight.device() == x.device(), "bf16_linear: input ", x,
+        " does not fit weight ", weight);
+  const int64_t out_features = weight.size(0);
+  if (bias.defined()) {
+    check_inference_input("bf16_linear", bias, DType::f32);
+    check(bias.shape() == Shape{out_features} && bias.device() == x.device(), "bf16_linear: bias ", bias,
+          " does not fit weight ", weight);
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  if (residual.defined()) {
+    check_inference_input("bf16_linear", residual, DType::bf16);
+    check(residual.shape() == out_shape && residual.device() == x.device(), "bf16_linear: residual ", residual,
+          " does not match the output ", shape_str(out_shape));
+  }
+  const Tensor weight16 = weight.to(DType::bf16);
+  const Tensor bias16 = bias.defined() ? bias.to(DType::bf16) : zeros({out_features}, DType::bf16, x.device());
+  Tensor out = empty(out_shape, DType::bf16, x.device());
+  on_device(x.device(), [&](auto k) {
+    k.linear_bf16(x.numel() / std::max<int64_t>(in, 1), in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(),
+                  bias16.ptr<bf16>(), residual.defined() ? residual.ptr<bf16>() : nullptr, out.ptr<bf16>());
+  });
+  return out;
+}
+
+Tensor bf16_gelu(const Tensor& x) {
+  check_inference_input("bf16_gelu", x, DType::bf16);
+  Tensor out = empty(x.shape(), DType::bf16, x.device());
+  on_device(x.device(), [&](auto k) { k.gelu_bf16(x.ptr<bf16>(), out.ptr<bf16>(), x.numel()); });
+  return out;
+}
+
+Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
+  check_inference_input("bf16_attention", qkv, DType::bf16);
+  check(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, "bf16_attention: expected qkv [B, T, ",
+        "3·D] with D divisible by ", num_heads, " heads, got ", qkv);
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads, bh = b * num_heads;
+  // [B, T, 3, H, hd] → [3, B, H, T, hd]: q, k and v each a run of B·H contiguous [T, hd] matrices.
+  const Tensor heads = permute(reshape(qkv, {b, t, 3, num_heads, hd}), {2, 0, 3, 1, 4});
+  const bf16* q = heads.ptr<bf16>();
+  const bf16 *k = q + bh * t * hd, *v = k + bh * t * hd;
+  Tensor scores = empty({bh, t, t}, DType::bf16, qkv.device());
+  Tensor context = empty({b, num_heads, t, hd}, DType::bf16, qkv.device());
+  // PyTorch: attn = (q @ k.transpose(-2, -1)) * scale, softmax over keys, then attn @ v; the scale
+  // is the first product's alpha here, the softmax runs in place.
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  on_device(qkv.device(), [&](auto kernels) {
+    kernels.gemm_bf16(false, true, t, t, hd, scale, q, hd, t * hd, k, hd, t * hd, scores.ptr<bf16>(), t, t * t, bh);
+    kernels.softmax_bf16(scores.ptr<bf16>(), scores.ptr<bf16>(), bh * t, t);
+    kernels.gemm_bf16(false, false, t, hd, t, 1.0f, scores.ptr<bf16>(), t, t * t, v, hd, t * hd, context.ptr<bf16>(),
+                      hd, t * hd, bh);
+  });
+  return reshape(permute(context, {0, 2, 1, 3}), {b, t, d});
+}
+
+}  // namespace mcdl

@@ -1,0 +1,119 @@
+// The frozen blocks' bf16 inference path (engine/ops/inference.h): each op on the CUDA device
+// (emulated, or real in mcdl_tests_gpu) against the CPU reference, and each against its f32 op
+// within bf16's rounding; then a ViT whose frozen blocks run in bf16 against the f32 model.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/autograd.h"
+#include "engine/ops.h"
+#include "layers/simgcd_model.h"
+#include "tests/cuda/parity.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+
+Tensor as_bf16(const Tensor& x) { return x.to(DType::bf16); }
+Tensor random_f32(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  return random_tensor(shape, seed, low, high, DType::f32);
+}
+Tensor as_f32(const Tensor& x) { return x.to(DType::f32); }
+
+// Device against host: the same bf16 inputs, fp32 math in a different order (warp sums, cuBLAS's
+// accumulation), then one rounding to bf16 each: at most a unit or two in bf16's last place.
+constexpr double device_tolerance = 1.6e-2;
+
+}  // namespace
+
+TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the residual)") {
+  check_cuda_forward_parity(
+      "bf16_layer_norm",
+      [](auto& x) { return as_f32(bf16_layer_norm(as_bf16(x[0]), x[1], x[2], 1e-6)); },
+      {random_f32({37, 768}, 1, -3, 5), random_f32({768}, 2), random_f32({768}, 3)}, device_tolerance,
+      device_tolerance);
+  check_cuda_forward_parity("bf16_gelu", [](auto& x) { return as_f32(bf16_gelu(as_bf16(x[0]))); },
+                            {random_f32({5, 1000}, 4, -4, 4)}, device_tolerance, device_tolerance);
+  check_cuda_forward_parity(
+      "bf16_linear", [](auto& x) { return as_f32(bf16_linear(as_bf16(x[0]), x[1], x[2])); },
+      {random_f32({2, 9, 64}, 5), random_f32({48, 64}, 6, -0.2, 0.2), random_f32({48}, 7)},
+      device_tolerance, device_tolerance);
+  check_cuda_forward_parity(
+      "bf16_linear with residual",
+      [](auto& x) { return as_f32(bf16_linear(as_bf16(x[0]), x[1], x[2], as_bf16(x[3]))); },
+      {random_f32({2, 9, 64}, 8), random_f32({48, 64}, 9, -0.2, 0.2), random_f32({48}, 10),
+       random_f32({2, 9, 48}, 11, -4, 4)},
+      device_tolerance, device_tolerance);
+  // One output feature: cuBLASLt is not asked; the product, then the bias kernel.
+  check_cuda_forward_parity(
+      "bf16_linear unfused",
+      [](auto& x) { return as_f32(bf16_linear(as_bf16(x[0]), x[1], x[2], as_bf16(x[3]))); },
+      {random_f32({7, 16}, 12), random_f32({1, 16}, 13), random_f32({1}, 14), random_f32({7, 1}, 15)},
+      device_tolerance, device_tolerance);
+}
+
+TEST_CASE("cuda parity: bf16 attention over DINO's fused projection") {
+  // B = 2, T = 17 (16 patches + CLS), 3 heads of 16.
+  check_cuda_forward_parity("bf16_attention", [](auto& x) { return as_f32(bf16_attention(as_bf16(x[0]), 3)); },
+                            {random_f32({2, 17, 3 * 48}, 16, -2, 2)}, device_tolerance, device_tolerance);
+}
+
+TEST_CASE("bf16 inference ops stay within bf16's rounding of their f32 ops") {
+  const Tensor x = random_f32({6, 17, 48}, 20, -2, 2), weight = random_f32({96, 48}, 21, -0.3, 0.3);
+  const Tensor bias = random_f32({96}, 22), gamma = random_f32({48}, 23), beta = random_f32({48}, 24);
+  const Tensor residual = random_f32({6, 17, 96}, 25);
+  // bf16 keeps 8 significant bits: relative error ≤ 2^-8 per rounding, a few roundings per result.
+  const double tolerance = 3e-2;
+  check_close("bf16_layer_norm", layer_norm(x, gamma, beta, 1e-6), as_f32(bf16_layer_norm(as_bf16(x), gamma, beta, 1e-6)),
+              tolerance, tolerance);
+  check_close("bf16_gelu", gelu(x), as_f32(bf16_gelu(as_bf16(x))), tolerance, tolerance);
+  check_close("bf16_linear", linear(x, weight, bias) + residual,
+              as_f32(bf16_linear(as_bf16(x), weight, bias, as_bf16(residual))), tolerance, tolerance);
+  check_close("bf16_linear without bias", linear(x, weight), as_f32(bf16_linear(as_bf16(x), weight, Tensor())),
+              tolerance, tolerance);
+
+  // The attention of layers/attention.cpp in f32: [B, T, 3, H, hd] → q, k, v [B, H, T, hd].
+  const Tensor qkv = random_f32({2, 17, 3 * 48}, 26, -2, 2);
+  const Tensor heads = permute(reshape(qkv, {2, 17, 3, 3, 16}), {2, 0, 3, 1, 4});
+  const Shape per_head{2, 3, 17, 16};
+  const Tensor q = reshape(slice(heads, 0, 0, 1), per_head), k = reshape(slice(heads, 0, 1, 2), per_head);
+  const Tensor v = reshape(slice(heads, 0, 2, 3), per_head);
+  const Tensor weights = softmax(matmul(q, transpose(k, -1, -2)) * 0.25);
+  const Tensor expected = reshape(permute(matmul(weights, v), {0, 2, 1, 3}), {2, 17, 48});
+  check_close("bf16_attention", expected, as_f32(bf16_attention(as_bf16(qkv), 3)), tolerance, tolerance);
+}
+
+TEST_CASE("bf16 inference ops refuse what they cannot do") {
+  const Tensor x = as_bf16(random_f32({3, 8}, 30)), weight = random_f32({4, 8}, 31);
+  CHECK_THROWS_WITH(bf16_linear(x, weight.detach().set_requires_grad(true), Tensor()),
+                    doctest::Contains("forward only (the frozen blocks)"));
+  CHECK_THROWS_WITH(bf16_linear(x.to(DType::f32), weight, Tensor()), doctest::Contains("expected a bf16 tensor"));
+  CHECK_THROWS_WITH(bf16_linear(x, random_f32({4, 7}, 32), Tensor()), doctest::Contains("does not fit weight"));
+  CHECK_THROWS_WITH(bf16_linear(x, weight, Tensor(), as_bf16(random_f32({3, 5}, 33))),
+                    doctest::Contains("does not match the output [3, 4]"));
+  CHECK_THROWS_WITH(bf16_attention(x, 3), doctest::Contains("expected qkv [B, T, 3·D]"));
+}
+
+TEST_CASE("vit: frozen blocks in bf16 (matmul precision bf16) give the f32 model's CLS features") {
+  ModelConfig config;
+  config.backbone = parse_model_config("img=32,patch=8,dim=48,depth=3,heads=3").backbone;
+  config.head.num_classes = 4;
+  config.head.hidden_dim = 32;
+  config.head.bottleneck_dim = 16;
+  SimGCDModel model(config);
+  model.initialize(7);
+  model.set_grad_from_block(2);
+  const Tensor images = random_f32({3, 3, 32, 32}, 40, -2, 2);
+  const Tensor reference = model.backbone.forward(images);
+  set_matmul_precision(MatmulPrecision::bf16);
+  const Tensor cpu_bf16 = model.backbone.forward(images);
+  model.to(Device::cuda());
+  const Tensor cuda_bf16 = model.backbone.forward(images.to(Device::cuda())).to(Device::cpu());
+  set_matmul_precision(MatmulPrecision::fp32);
+  for (const Tensor* got : {&cpu_bf16, &cuda_bf16}) {
+    const Tensor cosine = sum(l2_normalize(reference) * l2_normalize(*got), 1);
+    for (float c : cosine.to_vector<float>()) CHECK(c > 0.999f);
+  }
+  check_close("bf16 ViT, device against host", cpu_bf16, cuda_bf16, 5e-2, 5e-2);
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# Everything this project checks on a GPU, in one call on a machine lent for minutes: the native
+# GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16), a
+# two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train + eval + checkpoint),
+# the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
+# and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist). Runs the binaries of
+# tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
+# stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
+#
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo (default: all, in this order)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_report}
+mkdir -p "$OUT"
+REPORT="$OUT/report.txt"
+STAGES=${*:-step epoch fidelity test bench demo}
+LOGS=$(mktemp -d)
+
+if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
+  tar -xJf .gpu/bundle.tar.xz -C .
+fi
+export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+
+say() { echo "$*" | tee -a "$REPORT"; }
+# stage NAME COMMAND...: runs it with its log kept for logs.tar.gz, its tail and time in the report.
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  say "== $name: $*"
+  "$@" > "$LOGS/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$LOGS/$name.log" | tee -a "$REPORT"
+  say "-- $name: exit $rc, $((SECONDS - start)) s"
+}
+wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+
+say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
+
+wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
+
+epoch_run() {  # epoch_run PRECISION: two epochs of SimGCD + MCDL on ViT-B/16 (random weights)
+  ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
+    --precision "$1" --progress false --out "/tmp/run-$1" &&
+    echo "seconds per epoch ($1): $(cut -d, -f"$(head -1 "/tmp/run-$1/metrics.csv" | tr , '\n' | grep -n '^seconds$' | cut -d: -f1)" "/tmp/run-$1/metrics.csv" | tail -n +2 | tr '\n' ' ')" &&
+    du -sh "/tmp/run-$1/checkpoints"
+}
+if wants epoch; then
+  [ -d /tmp/cub ] || stage synthetic-cub python3 tools/make_synthetic_cub.py /tmp/cub
+  for precision in fp32 bf16; do stage "epoch-$precision" epoch_run "$precision"; done
+fi
+
+if wants fidelity && [ -d /tmp/run-fp32 ]; then
+  stage photos python3 -c '
+import os, skimage.data as d
+from PIL import Image
+os.makedirs("/tmp/photos", exist_ok=True)
+for name in ("astronaut", "coffee", "chelsea", "rocket", "retina", "immunohistochemistry", "hubble_deep_field"):
+    try: Image.fromarray(getattr(d, name)()).convert("RGB").save(f"/tmp/photos/{name}.png")
+    except Exception as e: print(name, "unavailable:", e)
+print(sorted(os.listdir("/tmp/photos")))'
+  for precision in fp32 tf32 bf16; do
+    stage "features-$precision" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos --raw \
+      --precision "$precision" -o "/tmp/features-$precision.npy"
+  done
+  stage fidelity python3 -c '
+import numpy as np
+ref = np.load("/tmp/features-fp32.npy")
+for p in ("tf32", "bf16"):
+    f = np.load(f"/tmp/features-{p}.npy")
+    cos = (ref * f).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(f, axis=1)
+    print(f"{p}: CLS cosine to fp32 over {len(cos)} photos: min {cos.min():.6f}, mean {cos.mean():.6f}")'
+fi
+wants test && stage test build/mcdl_tests_gpu
+if wants bench; then
+  python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
+  stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
+fi
+if wants demo; then
+  for precision in fp32 bf16; do
+    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
+      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
+  done
+fi
+tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
+say "== done"
