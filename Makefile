@@ -31,7 +31,7 @@ NVCCFLAGS += -std=c++20 -I. -Werror all-warnings -Xcompiler -Wall,-Wextra -Xptxa
              -gencode arch=compute_90,code=compute_90 -MMD -MP
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudnn -lcudart_static -ldl -lrt -lpthread
 
-LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp data/*/*.cpp mcdl/*.cpp mcdl/*/*.cpp)
+LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp io/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp data/*/*.cpp mcdl/*.cpp mcdl/*/*.cpp)
 CUDA_SRCS := $(wildcard kernels/cuda/*.cu)
 TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
 TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS),$(wildcard tests/*.cpp tests/*/*.cpp))

@@ -5,6 +5,7 @@
 
 #include "data/augment_plan.h"
 #include "engine/error.h"
+#include "engine/profile.h"
 #include "kernels/cuda/augment.h"
 #include "kernels/cuda/runtime.h"
 
@@ -115,6 +116,7 @@ void append_bytes(std::vector<uint8_t>& blob, const T* values, size_t count) {
 // crop launch and one launch per RandAugment stage, ping-ponging between two batch buffers.
 Tensor device_views(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t size,
                     int64_t channels, Device device) {
+  const ProfileRange range(device, "augment_images");
   const auto batch = static_cast<int64_t>(resized.size());
   size_t stages = 0;
   for (const ViewParams& v : params) stages = std::max(stages, v.steps.size());
@@ -199,6 +201,7 @@ Tensor augment_batch(const std::vector<Image>& resized, const std::vector<ViewPa
       constants.mean[c] = norm.mean[static_cast<size_t>(c)];
       constants.std[c] = norm.std[static_cast<size_t>(c)];
     }
+    const ProfileRange range(device, "normalize_images");
     cuda::normalize_images(views.ptr<uint8_t>(), out.ptr<float>(), batch, image_size, channels, constants);
     return out;
   }

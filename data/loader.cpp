@@ -4,6 +4,7 @@
 
 #include "data/randaugment.h"
 #include "engine/error.h"
+#include "engine/profile.h"
 #include "engine/random.h"
 
 namespace mcdl {
@@ -85,6 +86,8 @@ void BatchLoader::worker_loop() {
 }
 
 bool BatchLoader::next(LoadedBatch& out) {
+  // A step's data phase: waiting for the workers, then the views' kernels on the device.
+  const ProfileRange range(options_.device, "batch");
   std::unique_lock<std::mutex> lock(mutex_);
   if (next_to_return_ >= static_cast<int64_t>(batches_.size())) return false;
   if (workers_.empty()) {

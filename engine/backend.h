@@ -7,10 +7,12 @@
 //
 // calls cpu::gelu_forward for a CPU tensor and cuda::gelu_forward for a CUDA one. A name missing
 // on either side fails to compile, and so does a call whose arguments one side does not take.
+// Each CUDA kernel call runs inside a profiler range named after the kernel (engine/profile.h).
 #pragma once
 #include <utility>
 
 #include "engine/device.h"
+#include "engine/profile.h"
 #include "kernels/cpu/bf16_inference.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/copy.h"
@@ -52,16 +54,15 @@
   X(first_invalid_index) X(gather_rows) X(scatter_add_rows) X(mask_places) X(masked_gather_rows)           \
   X(masked_scatter_rows)                                                                                   \
   /* loss.h */                                                                                             \
-  X(cross_entropy_scratch_size) X(cross_entropy_forward) X(cross_entropy_backward)                         \
-  X(cross_entropy_soft_forward) X(cross_entropy_soft_backward) X(mse_scratch_size) X(mse_forward)          \
-  X(mse_backward)                                                                                          \
+  X(cross_entropy_forward) X(cross_entropy_backward) X(cross_entropy_soft_forward)                         \
+  X(cross_entropy_soft_backward) X(mse_forward) X(mse_backward)                                            \
   /* nn.h */                                                                                               \
   X(gelu_forward) X(gelu_backward) X(layer_norm_forward) X(layer_norm_backward_input)                      \
-  X(layer_norm_affine_scratch_size) X(layer_norm_backward_affine) X(softmax_forward) X(softmax_backward)   \
-  X(log_softmax_forward) X(log_softmax_backward) X(l2_normalize_forward) X(l2_normalize_backward)          \
-  X(weight_norm_forward) X(weight_norm_backward)                                                           \
+  X(layer_norm_backward_affine) X(softmax_forward) X(softmax_backward) X(log_softmax_forward)              \
+  X(log_softmax_backward) X(l2_normalize_forward) X(l2_normalize_backward) X(weight_norm_forward)          \
+  X(weight_norm_backward)                                                                                  \
   /* reduce.h */                                                                                           \
-  X(reduce_scratch_words) X(sum_axis) X(sum_axis_backward) X(max_axis) X(max_axis_backward)                \
+  X(sum_axis) X(sum_axis_backward) X(max_axis) X(max_axis_backward)                                        \
   /* shape.h */                                                                                            \
   X(permute) X(copy_axis_block) X(slice_backward)                                                          \
   /* optim.h, random.h */                                                                                  \
@@ -71,6 +72,10 @@
   /* memory_bank.h */                                                                                      \
   X(bank_update) X(bank_consistency) X(bank_mean_probs) X(credibility_buckets) X(one_hot)
 
+// The scratch sizes a kernel above needs for a shape: host arithmetic, so no profiler range.
+#define MCDL_KERNEL_QUERIES(X) \
+  X(cross_entropy_scratch_size) X(mse_scratch_size) X(layer_norm_affine_scratch_size) X(reduce_scratch_words)
+
 // Constants whose value differs between the devices: the most dimensions a kernel takes, and
 // scratch sizes.
 #define MCDL_KERNEL_CONSTANTS(X) \
@@ -78,30 +83,36 @@
 
 namespace mcdl {
 
-#define MCDL_FORWARD_KERNEL(ns, name)                   \
+// A forwarder to ns::name, after `prologue` (nothing, or the declaration of a profiler range).
+#define MCDL_FORWARD_KERNEL(ns, name, prologue)         \
   template <class... Args>                              \
   static decltype(auto) name(Args&&... args) {          \
+    prologue                                            \
     return ns::name(std::forward<Args>(args)...);       \
   }
 #define MCDL_FORWARD_CONSTANT(ns, name) static constexpr auto name = ns::name;
 
-#define MCDL_CPU_KERNEL(name) MCDL_FORWARD_KERNEL(cpu, name)
+#define MCDL_CPU_KERNEL(name) MCDL_FORWARD_KERNEL(cpu, name, )
 #define MCDL_CPU_CONSTANT(name) MCDL_FORWARD_CONSTANT(cpu, name)
 struct CpuKernels {
   MCDL_KERNELS(MCDL_CPU_KERNEL)
+  MCDL_KERNEL_QUERIES(MCDL_CPU_KERNEL)
   MCDL_KERNEL_CONSTANTS(MCDL_CPU_CONSTANT)
 };
 
-#define MCDL_CUDA_KERNEL(name) MCDL_FORWARD_KERNEL(cuda, name)
+#define MCDL_CUDA_KERNEL(name) MCDL_FORWARD_KERNEL(cuda, name, const ProfileRange range(Device::cuda(), #name);)
+#define MCDL_CUDA_QUERY(name) MCDL_FORWARD_KERNEL(cuda, name, )
 #define MCDL_CUDA_CONSTANT(name) MCDL_FORWARD_CONSTANT(cuda, name)
 struct CudaKernels {
   MCDL_KERNELS(MCDL_CUDA_KERNEL)
+  MCDL_KERNEL_QUERIES(MCDL_CUDA_QUERY)
   MCDL_KERNEL_CONSTANTS(MCDL_CUDA_CONSTANT)
 };
 
 #undef MCDL_CPU_KERNEL
 #undef MCDL_CPU_CONSTANT
 #undef MCDL_CUDA_KERNEL
+#undef MCDL_CUDA_QUERY
 #undef MCDL_CUDA_CONSTANT
 #undef MCDL_FORWARD_KERNEL
 #undef MCDL_FORWARD_CONSTANT

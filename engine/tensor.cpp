@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/backend.h"
 #include "engine/dispatch.h"
+#include "engine/profile.h"
 
 namespace mcdl {
 
@@ -119,8 +120,10 @@ Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
   Tensor out = empty(shape(), dtype(), target);
   if (target.is_cuda()) {
+    const ProfileRange range(target, "copy_host_to_device");
     cuda::copy_host_to_device(out.raw_data(), raw_data(), nbytes());
   } else {
+    const ProfileRange range(device(), "copy_device_to_host");  // waits for the device's queued work
     cuda::copy_device_to_host(out.raw_data(), raw_data(), nbytes());
   }
   return out;

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "engine/error.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 
 namespace mcdl {
 

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "engine/ops/shape.h"
-#include "engine/safetensors.h"
-#include "engine/torch_checkpoint.h"
+#include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
 #include "layers/vision_transformer.h"
 
 namespace mcdl {

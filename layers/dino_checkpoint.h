@@ -35,7 +35,7 @@ struct CheckpointTensors {
   std::vector<std::string> notes;  // how the tensors were found (e.g. under "teacher")
 };
 
-// Reads a torch.save file (zip or legacy, engine/torch_checkpoint.h) or a safetensors file,
+// Reads a torch.save file (zip or legacy, io/torch_checkpoint.h) or a safetensors file,
 // telling them apart by their first bytes.
 CheckpointTensors read_checkpoint_tensors(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "mcdl/credibility.h"
 
+#include "engine/profile.h"
+
 namespace mcdl {
 
 BucketCounts count_buckets(const Tensor& buckets) {
@@ -25,6 +27,19 @@ std::vector<int64_t> rows_in_bucket(const Tensor& buckets, Bucket bucket) {
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i] == static_cast<uint8_t>(bucket)) rows.push_back(static_cast<int64_t>(i));
   return rows;
+}
+
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const Tensor& sample_index,
+                             int64_t mu) {
+  const ProfileRange range(sample_index.device(), "mcdl_buckets");
+  SampleBuckets out;
+  out.weak = bank_weak.consistency(sample_index);
+  const Consistency strong = bank_strong.consistency(sample_index);
+  out.buckets = credibility_buckets(out.weak, strong, mu);
+  out.high = rows_in_bucket(out.buckets, Bucket::high);
+  out.medium = rows_in_bucket(out.buckets, Bucket::medium);
+  out.weak_mode = out.weak.mode.to(Device::cpu()).to_vector<int64_t>();
+  return out;
 }
 
 }  // namespace mcdl

@@ -21,4 +21,15 @@ BucketCounts count_buckets(const Tensor& buckets);
 // The positions i with buckets[i] == bucket, ascending.
 std::vector<int64_t> rows_in_bucket(const Tensor& buckets, Bucket bucket);
 
+// The samples at `sample_index` (i64 [n]) by bucket, from both banks' consistency: the weak
+// bank's consistency, whose mode is a sample's pseudo-label (also on the host, `weak_mode`), the
+// buckets (u8 [n]), and the positions i of the high and medium samples.
+struct SampleBuckets {
+  Consistency weak;
+  Tensor buckets;
+  std::vector<int64_t> high, medium, weak_mode;
+};
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const Tensor& sample_index,
+                             int64_t mu);
+
 }  // namespace mcdl

@@ -12,7 +12,7 @@
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/ops.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 
 namespace mcdl {

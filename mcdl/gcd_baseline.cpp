@@ -15,15 +15,20 @@
 #include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
-#include "engine/safetensors.h"
+#include "engine/profile.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/gcd_head.h"
 #include "layers/vision_transformer.h"
+#include "mcdl/epoch_loop.h"
+#include "mcdl/epoch_plan.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/progress.h"
-#include "mcdl/run_common.h"
+#include "mcdl/run_checkpoint.h"
 #include "mcdl/run_directory.h"
+#include "mcdl/run_start.h"
+#include "mcdl/scoring.h"
 #include "mcdl/simgcd_loss.h"
 #include "mcdl/training_data.h"
 
@@ -144,7 +149,7 @@ void GcdRun::make_optimizer() {
 
 RunSummary GcdRun::run() {
   RunSummary summary = run_epochs(
-      config_, device_, *optimizer_, run_, progress_,
+      training_epoch_loop(config_, device_, run_), *optimizer_, progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
@@ -179,13 +184,15 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
     const BatchLabels meta = batch_labels(plan, data_, it);
-    const Tensor outputs = head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
+    const Tensor outputs = profiled(device_, "forward", [&] {
+      return head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
+    });
     const GcdLossTerms loss = gcd_loss(outputs, meta.labels, meta.labelled, config_.sup_weight, config_.gcd_temperature);
-    const std::vector<double> values = {loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
+    const std::vector<double> values = profiled(device_, "read_losses", [&] {
+      return std::vector<double>{loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
+    });
     check_finite_loss(values[0], "gcd", epoch, it, run_, progress_.epochs_completed);
-    optimizer_->zero_grad();
-    loss.total.backward();
-    optimizer_->step();
+    backward_and_step(loss.total, *optimizer_);
     if (!log.record(values, progress_.iterations)) {
       progress_.stop = true;
       break;
@@ -197,6 +204,7 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
 void GcdRun::cluster(MetricsRow& row, std::string& summary) {
   // extract_features.py + k_means.py: every training image through the test transform, labelled
   // ones first; their L2-normalised CLS features; the labelled rows fixed to their classes.
+  const ProfileRange range(device_, "evaluation");
   std::vector<int64_t> images = data_.labelled;
   images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
   EvaluationOptions eval_options;

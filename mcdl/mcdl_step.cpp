@@ -6,6 +6,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/profile.h"
 #include "engine/random.h"
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/dcl_loss.h"
@@ -40,6 +41,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
   // The strong view: with a graph only when L_self trains through it.
   Tensor strong_logits;
   {
+    const ProfileRange range(device, "forward");
     std::optional<NoGradGuard> no_grad;
     if (!losses || !mcdl_loss_enabled(config_, "self")) no_grad.emplace();
     strong_logits = model.forward(strong).logits;
@@ -56,21 +58,21 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
   // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
   Tensor weak_probs, strong_probs;
   {
-    NoGradGuard no_grad;
-    const Tensor logits = weak_out.logits.detach();
-    weak_probs = index_select((softmax(slice(logits, 0, 0, b) / temp) + softmax(slice(logits, 0, b, 2 * b) / temp)) * 0.5,
-                              rows_t);
-    strong_probs = index_select(softmax(strong_logits.detach() / temp), rows_t);
+    const ProfileRange range(device, "mcdl_banks");
+    {
+      NoGradGuard no_grad;
+      const Tensor logits = weak_out.logits.detach();
+      weak_probs = index_select(
+          (softmax(slice(logits, 0, 0, b) / temp) + softmax(slice(logits, 0, b, 2 * b) / temp)) * 0.5, rows_t);
+      strong_probs = index_select(softmax(strong_logits.detach() / temp), rows_t);
+    }
+    bank_weak.update(slots_t, weak_probs);
+    bank_strong.update(slots_t, strong_probs);
   }
-  bank_weak.update(slots_t, weak_probs);
-  bank_strong.update(slots_t, strong_probs);
   if (!losses) return terms;
 
-  const Consistency weak_c = bank_weak.consistency(slots_t), strong_c = bank_strong.consistency(slots_t);
-  const Tensor buckets = credibility_buckets(weak_c, strong_c, config_.mu);
-  const std::vector<int64_t> high = rows_in_bucket(buckets, Bucket::high);
-  const std::vector<int64_t> medium = rows_in_bucket(buckets, Bucket::medium);
-  const std::vector<int64_t> mode_w = weak_c.mode.to(Device::cpu()).to_vector<int64_t>();
+  const auto [weak_c, buckets, high, medium, mode_w] = bucket_samples(bank_weak, bank_strong, slots_t, config_.mu);
+  const ProfileRange losses_range(device, "mcdl_losses");  // to the end: L_sup, L_semi, L_self
 
   // L_sup: labelled samples with their labels plus H with the weak bank's mode.
   std::vector<int64_t> sup_labels = labels;
@@ -114,7 +116,8 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, config_.mix_alpha);
     const Tensor mixed_images = mix(index_select(weak1, index_tensor(x_rows, device)), plan);
     const Tensor mixed_targets = mix(targets, plan);
-    terms.semi = semi_loss(model.forward(mixed_images).logits, mixed_targets, x_is_high, temp);
+    const Tensor mixed_logits = profiled(device, "forward", [&] { return model.forward(mixed_images).logits; });
+    terms.semi = semi_loss(mixed_logits, mixed_targets, x_is_high, temp);
   }
   if (!mcdl_loss_enabled(config_, "self")) return terms;
   if (config_.self_threshold <= 0) {
@@ -141,8 +144,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
   const Tensor all = arange(n, DType::i64, bank_weak.device());
-  const Consistency weak_c = bank_weak.consistency(all), strong_c = bank_strong.consistency(all);
-  const Tensor buckets = credibility_buckets(weak_c, strong_c, mu);
+  const auto [weak_c, buckets, high, medium, mode_w] = bucket_samples(bank_weak, bank_strong, all, mu);
   report.counts = count_buckets(buckets);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
@@ -159,9 +161,6 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
     }
     return known == 0 ? std::nan("") : static_cast<double>(correct) / static_cast<double>(known);
   };
-  const std::vector<int64_t> high = rows_in_bucket(buckets, Bucket::high);
-  const std::vector<int64_t> medium = rows_in_bucket(buckets, Bucket::medium);
-  const std::vector<int64_t> mode_w = weak_c.mode.to(Device::cpu()).to_vector<int64_t>();
   std::vector<int64_t> high_pseudo;
   for (int64_t i : high) high_pseudo.push_back(mode_w[static_cast<size_t>(i)]);
   report.high_accuracy = accuracy(high, high_pseudo, report.known_high);

@@ -1,7 +1,6 @@
 #include "mcdl/pretrain.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -15,11 +14,12 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
+#include "engine/profile.h"
 #include "engine/random.h"
 #include "layers/backbone_file.h"
 #include "layers/mlp.h"
 #include "layers/vision_transformer.h"
-#include "mcdl/progress.h"
+#include "mcdl/epoch_loop.h"
 #include "mcdl/simgcd_loss.h"
 
 namespace mcdl {
@@ -112,47 +112,44 @@ double run_pretraining(const PretrainConfig& config) {
   std::printf("pretraining %s on %lld images (%s): %lld parameters, %lld batches per epoch\n", config.model.c_str(),
               static_cast<long long>(dataset.size()), device.str().c_str(),
               static_cast<long long>(backbone.parameter_count()), static_cast<long long>(num_batches));
-  int64_t iterations = 0;
+  RunProgress progress;
+  Clock::time_point epoch_start;
   double last_loss = 0.0;
-  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
-    const auto start = std::chrono::steady_clock::now();
-    optimizer->set_lr(schedule.lr_at(epoch));
+  auto train = [&](int64_t epoch, MetricsRow& row) {
+    epoch_start = Clock::now();
     RandomStream order_stream(config.seed, stream_id("pretrain_order", {epoch}));
     const std::vector<int64_t> order = order_stream.permutation(dataset.size());
     std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
     for (int64_t i = 0; i < num_batches * b; ++i) batches[static_cast<size_t>(i / b)].push_back(order[static_cast<size_t>(i)]);
     loader.start(epoch, batches);
-    ProgressBar bar("pretrain " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches,
-                    config.progress);
+    EpochLog log("pretrain " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches, b,
+                 config.max_iters, config.progress, {"loss"});
     LoadedBatch batch;
-    double sum = 0.0;
-    int64_t done = 0;
     while (loader.next(batch)) {
       const Tensor images = concat({batch.views[0], batch.views[1]}, 0);
-      const Tensor loss = info_nce_loss(projection.forward(backbone.forward(images)), config.temperature);
-      const double value = loss.item();
+      const Tensor features = profiled(device, "forward", [&] { return projection.forward(backbone.forward(images)); });
+      const Tensor loss = info_nce_loss(features, config.temperature);
+      const double value = profiled(device, "read_losses", [&] { return loss.item(); });
       check(std::isfinite(value), "pretraining loss became ", value, " at epoch ", epoch, ", iteration ", batch.batch,
             "; lower --lr");
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
-      sum += value;
-      ++done;
-      ++iterations;
-      char status[48];
-      std::snprintf(status, sizeof status, "loss %.4f", sum / static_cast<double>(done));
-      bar.update(done, done * b, status);
-      if (config.max_iters > 0 && iterations >= config.max_iters) break;
+      backward_and_step(loss, *optimizer);
+      if (!log.record({value}, progress.iterations)) {
+        progress.stop = true;
+        break;
+      }
     }
-    bar.finish();
-    last_loss = sum / static_cast<double>(std::max<int64_t>(done, 1));
+    return log.finish(row);
+  };
+  // The backbone file after every epoch, even one cut short by --max-iters: it is the product.
+  auto finish = [&](int64_t epoch, MetricsRow& row, bool) {
+    last_loss = row[2].second;  // the mean loss, after epoch and lr
     save_backbone_file(config.out, backbone);
     std::printf("epoch %lld/%lld  loss %.4f  lr %.6f  %.1f s\n", static_cast<long long>(epoch + 1),
-                static_cast<long long>(config.epochs), last_loss, schedule.lr_at(epoch),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                static_cast<long long>(config.epochs), last_loss, row[1].second, seconds_since(epoch_start));
     std::fflush(stdout);
-    if (config.max_iters > 0 && iterations >= config.max_iters) break;
-  }
+  };
+  run_epochs({.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }, .device = device},
+             *optimizer, progress, {train, finish, {}});
   return last_loss;
 }
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 
 namespace mcdl {
 

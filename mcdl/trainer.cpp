@@ -18,18 +18,23 @@
 #include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
-#include "engine/safetensors.h"
+#include "engine/profile.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
 #include "mcdl/credibility.h"
+#include "mcdl/epoch_loop.h"
+#include "mcdl/epoch_plan.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/gcd_baseline.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/mcdl_step.h"
 #include "mcdl/memory_bank.h"
 #include "mcdl/progress.h"
-#include "mcdl/run_common.h"
+#include "mcdl/run_checkpoint.h"
 #include "mcdl/run_directory.h"
+#include "mcdl/run_start.h"
+#include "mcdl/scoring.h"
 #include "mcdl/simgcd_loss.h"
 #include "mcdl/training_data.h"
 
@@ -156,7 +161,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
 RunSummary Trainer::run() {
   if (method_ == Method::kmeans) return run_kmeans();
   RunSummary summary = run_epochs(
-      config_, device_, *optimizer_, run_, progress_,
+      training_epoch_loop(config_, device_, run_), *optimizer_, progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { evaluate(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
@@ -186,12 +191,14 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     const BatchLabels meta = batch_labels(plan, data_, it);
     const Tensor& weak1 = batch.views[0];
     const Tensor& weak2 = batch.views[1];
-    const HeadOutput out = model_->forward(concat({weak1, weak2}, 0));
-    const SimGCDLossTerms simgcd =
-        simgcd_loss(out.logits, out.projection, meta.labels, meta.labelled, epoch, loss_config_);
+    const HeadOutput out = profiled(device_, "forward", [&] { return model_->forward(concat({weak1, weak2}, 0)); });
+    const SimGCDLossTerms simgcd = profiled(device_, "simgcd_losses", [&] {
+      return simgcd_loss(out.logits, out.projection, meta.labels, meta.labelled, epoch, loss_config_);
+    });
     Tensor total = simgcd.total;
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
+      const ProfileRange range(device_, "mcdl");
       const McdlBatch step_batch{out, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
       const McdlTerms extra = mcdl_step.run(*model_, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
       // At full weight the spec's sum, in the spec's order (the paper variant stays bit for bit).
@@ -199,15 +206,16 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
       else if (mcdl_losses) total = total + (extra.sup + (extra.semi + extra.self) * config_.lambda) * mcdl_weight;
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
-    std::vector<double> values = {total.item()};
-    check_finite_loss(values[0], "total", epoch, it, run_, last_good);
-    for (size_t t = 0; t < terms.size(); ++t) {
-      values.push_back(terms[t].item());
-      check_finite_loss(values.back(), names[t + 1], epoch, it, run_, last_good);
-    }
-    optimizer_->zero_grad();
-    total.backward();
-    optimizer_->step();
+    const std::vector<double> values = profiled(device_, "read_losses", [&] {
+      std::vector<double> read = {total.item()};
+      check_finite_loss(read[0], "total", epoch, it, run_, last_good);
+      for (size_t t = 0; t < terms.size(); ++t) {
+        read.push_back(terms[t].item());
+        check_finite_loss(read.back(), names[t + 1], epoch, it, run_, last_good);
+      }
+      return read;
+    });
+    backward_and_step(total, *optimizer_);
     if (!log.record(values, progress_.iterations)) {
       progress_.stop = true;
       break;
@@ -236,6 +244,7 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
     std::fflush(stdout);
     return;
   }
+  const ProfileRange range(device_, "evaluation");
   const std::vector<int64_t> predictions = eval_->predict(*model_);
   const KnownLabels known = known_labels(eval_truth_, predictions, eval_is_old_);
   const ClusterAccuracy acc = append_accuracy(row, known, data_.dataset.balanced_accuracy);

@@ -11,8 +11,8 @@
 
 #include "engine/device.h"
 #include "engine/error.h"
-#include "engine/npy.h"
 #include "engine/ops/linalg.h"
+#include "io/npy.h"
 #include "mcdl/features.h"
 #include "mcdl/progress.h"
 #include "tools/common/cli.h"

@@ -13,8 +13,8 @@
 #include "data/datasets/common.h"
 #include "data/datasets/readers.h"
 #include "engine/error.h"
-#include "engine/numpy_pickle.h"
-#include "engine/pickle.h"
+#include "io/numpy_pickle.h"
+#include "io/pickle.h"
 
 namespace fs = std::filesystem;
 

@@ -4,6 +4,7 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
+#include "engine/profile.h"
 #include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/linalg.h"
 
@@ -38,6 +39,7 @@ template <class T>
 bool forward_cudnn(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out, const PatchGrid& grid,
                    int64_t out_channels) {
   if (!x.device().is_cuda() || conv_algorithm() != ConvAlgorithm::cudnn) return false;
+  const ProfileRange range(x.device(), "conv2d_patch_cudnn");
   if (!cuda::conv2d_patch_cudnn(x.ptr<T>(), weight.ptr<T>(), out.ptr<T>(), grid, out_channels, gemm_mode()))
     return false;
   if (bias.defined()) cuda::add_channel_bias(bias.ptr<T>(), out.ptr<T>(), grid.batch, out_channels, grid.patches());

@@ -8,6 +8,12 @@
 
 #include "kernels/cuda/cuda_common.h"
 
+#ifdef __CUDACC__
+#include <nvtx3/nvToolsExt.h>  // header-only: nothing to link
+#else
+#include "kernels/emu/profile_ranges.h"
+#endif
+
 namespace mcdl::cuda {
 namespace {
 
@@ -124,6 +130,22 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats) {
 
 void synchronize() {
   if (device_available()) MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
+}
+
+void profile_range_push(const char* name) {
+#ifdef __CUDACC__
+  nvtxRangePushA(name);
+#else
+  emu::record_range_push(name);
+#endif
+}
+
+void profile_range_pop() {
+#ifdef __CUDACC__
+  nvtxRangePop();
+#else
+  emu::record_range_pop();
+#endif
 }
 
 }  // namespace mcdl::cuda

@@ -29,4 +29,12 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats);
 // Waits until all queued work on the engine stream has finished (errors inside kernels show here).
 void synchronize();
 
+// A named range on a profiler's timeline (NVTX: Nsight Systems shows the ranges of each host
+// thread, nested, above the kernels they launched); a pop closes the calling thread's innermost
+// range. Without a profiler attached a call costs a load and a branch (the first one looks for a
+// profiler). In the emulator build the ranges go to its in-memory log instead
+// (kernels/emu/profile_ranges.h).
+void profile_range_push(const char* name);
+void profile_range_pop();
+
 }  // namespace mcdl::cuda

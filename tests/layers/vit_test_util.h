@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/vit_config.h"
 
 namespace mcdl::testing {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/ops/shape.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 
 namespace mcdl::testing {
 

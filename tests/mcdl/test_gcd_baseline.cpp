@@ -16,7 +16,7 @@
 #include "data/decode.h"
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/gcd_head.h"
 #include "mcdl/gcd_baseline.h"
 #include "mcdl/train_config.h"

@@ -13,7 +13,7 @@
 
 #include "data/decode.h"
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "mcdl/trainer.h"
 #include "mcdl/training_data.h"

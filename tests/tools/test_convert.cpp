@@ -10,11 +10,11 @@
 #include <random>
 
 #include "engine/autograd.h"
-#include "engine/safetensors.h"
-#include "engine/torch_checkpoint.h"
+#include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
 #include "layers/dino_checkpoint.h"
 #include "layers/vision_transformer.h"
-#include "tests/engine/checkpoint_builders.h"
+#include "tests/io/checkpoint_builders.h"
 #include "tests/layers/vit_test_util.h"
 
 using namespace mcdl;

@@ -19,14 +19,14 @@
 #include "data/resize.h"
 #include "data/transforms.h"
 #include "engine/autograd.h"
-#include "engine/npy.h"
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
 #include "mcdl/features.h"
-#include "tests/engine/checkpoint_builders.h"
+#include "tests/io/checkpoint_builders.h"
 
 using namespace mcdl;
 using mcdl::testing::TempDir;

@@ -1,8 +1,8 @@
-#include "engine/numpy_pickle.h"
+#include "io/numpy_pickle.h"
 
 #include <span>
 
-#include "engine/raw_tensor.h"
+#include "io/raw_tensor.h"
 
 namespace mcdl {
 

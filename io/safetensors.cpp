@@ -1,4 +1,4 @@
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/raw_tensor.h"
+#include "io/raw_tensor.h"
 
 namespace mcdl {
 

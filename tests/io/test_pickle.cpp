@@ -1,4 +1,4 @@
-// The safe unpickler (engine/pickle.h) and numpy arrays in pickles (engine/numpy_pickle.h).
+// The safe unpickler (io/pickle.h) and numpy arrays in pickles (io/numpy_pickle.h).
 // Streams marked "pickle.dumps" are Python 3.11's output, pasted as bytes; the numpy fixtures come
 // from tools/make_checkpoint_fixtures.py (numpy_py2.pkl imitates Python 2's cPickle and is checked
 // there against pickle.load).
@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <random>
 
-#include "engine/numpy_pickle.h"
-#include "engine/pickle.h"
-#include "tests/engine/checkpoint_builders.h"
+#include "io/numpy_pickle.h"
+#include "io/pickle.h"
+#include "tests/io/checkpoint_builders.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;

@@ -1,5 +1,5 @@
 // numpy arrays inside pickles (CIFAR's python batches, any pickled ndarray), read with the
-// safe unpickler of engine/pickle.h.
+// safe unpickler of io/pickle.h.
 //
 // numpy pickles an array as
 //   numpy.core.multiarray._reconstruct(numpy.ndarray, (0,), b'b')      (REDUCE)
@@ -8,8 +8,8 @@
 // strings are BINSTRING; Python 3 with protocol 2 writes bytes as _codecs.encode(str, 'latin1')
 // (and b'' as bytes()); protocols >= 3 use BINBYTES. numpy >= 2 names the module numpy._core.
 #pragma once
-#include "engine/pickle.h"
 #include "engine/tensor.h"
+#include "io/pickle.h"
 
 namespace mcdl {
 

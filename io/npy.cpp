@@ -1,4 +1,4 @@
-#include "engine/npy.h"
+#include "io/npy.h"
 
 #include <bit>
 #include <cctype>

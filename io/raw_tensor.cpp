@@ -1,4 +1,4 @@
-#include "engine/raw_tensor.h"
+#include "io/raw_tensor.h"
 
 #include <bit>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "engine/safetensors.h"
+#include "io/safetensors.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

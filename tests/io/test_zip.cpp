@@ -1,13 +1,13 @@
-// The read-only zip reader (engine/zip_archive.h): archives laid out as torch.save writes them
-// (built in memory by tests/engine/checkpoint_builders.h, and a real torch 1.13 file), Zip64
+// The read-only zip reader (io/zip_archive.h): archives laid out as torch.save writes them
+// (built in memory by tests/io/checkpoint_builders.h, and a real torch 1.13 file), Zip64
 // fields, and every kind of damage.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 
 #include "engine/error.h"
-#include "engine/zip_archive.h"
-#include "tests/engine/checkpoint_builders.h"
+#include "io/zip_archive.h"
+#include "tests/io/checkpoint_builders.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;

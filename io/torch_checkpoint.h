@@ -6,7 +6,7 @@
 // Legacy: consecutive pickles (magic number 0x1950a86a20f9469cfc6c, protocol 1001, sys_info with
 //   little_endian True, the object, the sorted storage keys), then for each key an int64 element
 //   count and the raw storage bytes.
-// Either way the pickle is read with the safe unpickler (engine/pickle.h) and these globals only:
+// Either way the pickle is read with the safe unpickler (io/pickle.h) and these globals only:
 //   collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch._utils._rebuild_parameter
 //   (+ _with_state), torch.{Float,Double,Half,BFloat16,Long,Int,Short,Char,Byte,Bool}Storage, and
 //   argparse.Namespace (kept as an inert record: DINO's full checkpoints store their "args").

@@ -1,4 +1,4 @@
-#include "engine/torch_checkpoint.h"
+#include "io/torch_checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/pickle.h"
-#include "engine/raw_tensor.h"
-#include "engine/zip_archive.h"
+#include "io/pickle.h"
+#include "io/raw_tensor.h"
+#include "io/zip_archive.h"
 
 namespace mcdl {
 

@@ -1,4 +1,4 @@
-#include "engine/zip_archive.h"
+#include "io/zip_archive.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "engine/pickle.h"
+#include "io/pickle.h"
 
 #include <algorithm>
 #include <bit>

@@ -3,14 +3,14 @@
 // lists it, and "calling" it (REDUCE / NEWOBJ) either runs a callback the caller supplies or
 // records the call as an inert Object value that the caller interprets afterwards.
 //
-// Used by the PyTorch checkpoint reader (engine/torch_checkpoint.h) and by dataset readers
-// (CIFAR's python batches; numpy arrays via engine/numpy_pickle.h).
+// Used by the PyTorch checkpoint reader (io/torch_checkpoint.h) and by dataset readers
+// (CIFAR's python batches; numpy arrays via io/numpy_pickle.h).
 //
 // Example: a CIFAR-10 batch (a Python 2 protocol 2 pickle of
 //   {b'batch_label': b'...', b'labels': [6, 9, ...], b'data': <numpy uint8 [10000, 3072]>,
 //    b'filenames': [...]})
 //   PickleOptions options;
-//   options.globals = numpy_array_globals();              // engine/numpy_pickle.h
+//   options.globals = numpy_array_globals();              // io/numpy_pickle.h
 //   PickleValue batch = unpickle(file_bytes, options);
 //   Tensor images = numpy_array_from_pickle(batch.at("data"));     // u8 [10000, 3072]
 //   for (const PickleValue& label : batch.at("labels").items()) label.as_int();

@@ -1,0 +1,112 @@
+#include "mcdl/epoch_loop.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "engine/error.h"
+#include "engine/optim/schedule.h"
+#include "engine/profile.h"
+
+namespace mcdl {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string loss_summary(const MetricsRow& row) {
+  std::string out;
+  for (size_t i = 2; i < row.size() && row[i].first != "iterations"; ++i) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", i == 2 ? "" : " ", row[i].first.c_str(), row[i].second);
+    out += buf;
+  }
+  return out;
+}
+
+EpochLog::EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names)
+    : EpochLog("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches,
+               config.batch_size, config.max_iters, config.progress, std::move(names)) {}
+
+EpochLog::EpochLog(std::string label, int64_t num_batches, int64_t batch_size, int64_t max_iters, bool progress,
+                   std::vector<std::string> names)
+    : names_(std::move(names)),
+      sums_(names_.size(), 0.0),
+      num_batches_(num_batches),
+      batch_size_(batch_size),
+      max_iters_(max_iters),
+      bar_(std::move(label), num_batches, progress) {}
+
+bool EpochLog::record(const std::vector<double>& values, int64_t& iterations) {
+  for (size_t t = 0; t < sums_.size() && t < values.size(); ++t) sums_[t] += values[t];
+  ++done_;
+  ++iterations;
+  char status[64];
+  std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(done_));
+  bar_.update(done_, done_ * batch_size_, status);
+  return max_iters_ <= 0 || iterations < max_iters_;
+}
+
+bool EpochLog::finish(MetricsRow& row) {
+  bar_.finish();
+  for (size_t t = 0; t < names_.size(); ++t)
+    row.push_back({names_[t], done_ > 0 ? sums_[t] / static_cast<double>(done_) : std::nan("")});
+  row.push_back({"iterations", static_cast<double>(done_)});
+  return done_ == num_batches_;
+}
+
+EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const RunDirectory& run) {
+  const CosineAnnealing schedule(config.lr, config.epochs, config.lr * config.lr_min_factor);
+  return {config.epochs, [schedule](int64_t epoch) { return schedule.lr_at(epoch); }, device, &run, device.is_cpu()};
+}
+
+RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps) {
+  const auto start = Clock::now();
+  for (int64_t epoch = progress.start_epoch; epoch < loop.epochs && !progress.stop; ++epoch) {
+    const auto epoch_start = Clock::now();
+    const double lr = loop.lr_at(epoch);
+    optimizer.set_lr(lr);
+    MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", lr}};
+    const bool complete = steps.train(epoch, row);
+    steps.finish(epoch, row, progress.stop || epoch + 1 == loop.epochs);
+    row.push_back({"seconds", seconds_since(epoch_start)});
+    if (loop.metrics) loop.metrics->append_metrics(row);
+    if (!complete) {
+      if (steps.checkpoint)
+        std::fprintf(stderr, "stopped after %lld iterations, in the middle of epoch %lld (not checkpointed)\n",
+                     static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1));
+      continue;
+    }
+    if (steps.checkpoint) {
+      const ProfileRange range(loop.device, "checkpoint");
+      steps.checkpoint(epoch + 1);
+    }
+    progress.epochs_completed = epoch + 1;
+    if (epoch == progress.start_epoch && loop.cpu_epoch_note)
+      std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
+  }
+  RunSummary summary;
+  summary.iterations = progress.iterations;
+  summary.epochs_completed = progress.epochs_completed;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+void backward_and_step(const Tensor& loss, Optimizer& optimizer) {
+  {
+    const ProfileRange range(loss.device(), "backward");
+    optimizer.zero_grad();
+    loss.backward();
+  }
+  const ProfileRange range(loss.device(), "optimizer_step");
+  optimizer.step();
+}
+
+void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
+                       const RunDirectory& run, int64_t epochs_checkpointed) {
+  if (std::isfinite(value)) return;
+  fail("loss term '", term, "' became ", value, " at epoch ", epoch, ", iteration ", iteration, "; training stopped. ",
+       epochs_checkpointed > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +
+                                     std::to_string(epochs_checkpointed) + "); resume with --resume " + run.path() +
+                                     " after lowering --lr"
+                               : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+}
+
+}  // namespace mcdl

@@ -1,0 +1,65 @@
+#include "mcdl/run_start.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "data/gcd_split.h"
+#include "engine/error.h"
+#include "layers/backbone_file.h"
+
+namespace mcdl {
+
+BackboneSource backbone_source(const TrainConfig& config) {
+  BackboneSource source;
+  if (!config.weights.empty()) {
+    BackboneFile file = load_backbone_file(config.weights);
+    source.config = file.config.backbone;
+    source.tensors = std::move(file.tensors);
+    return source;
+  }
+  check(!config.model.empty(), "no backbone weights: pass --weights FILE. Download DINO's ViT-B/16 from ",
+        "https://dl.fbaipublicfiles.com/dino/dino_vitbase16_pretrain/dino_vitbase16_pretrain.pth and convert it ",
+        "with ./mcdl_convert dino_vitbase16_pretrain.pth -o dino_vitb16.safetensors (see the README), or pass ",
+        "--model SPEC for a randomly initialised backbone");
+  source.config = parse_model_config(config.model).backbone;
+  return source;
+}
+
+int64_t first_trained_block(const TrainConfig& config, int64_t depth) {
+  const int64_t from = config.grad_from_block >= 0 ? config.grad_from_block : depth - 1;
+  check(from < depth, "--grad-from-block ", from, " is past the last block (the backbone has ", depth, ")");
+  return from;
+}
+
+void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume) {
+  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
+               config.dataset.c_str(), static_cast<long long>(data.dataset.size()),
+               static_cast<long long>(data.num_classes()), static_cast<long long>(data.num_old_classes()),
+               data.labelled.size(), data.unlabelled.size());
+  run.write_text("config.json", config_to_json(config));
+  if (!resume) write_split_csv(run.file("split.csv"), data.dataset, data.split);
+}
+
+int64_t loader_workers(const TrainConfig& config, Device device) {
+  if (config.workers >= 0) return config.workers;
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // On the CPU backend the model itself uses every core (a loader thread would only compete with
+  // it: batches are prepared between steps); on a GPU the loader gets the cores.
+  return device.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
+}
+
+LoaderOptions train_loader_options(const TrainConfig& config, const TrainingData& data, Device device,
+                                   std::vector<ViewKind> views) {
+  LoaderOptions options;
+  options.image_size = config.image_size;
+  options.normalization = data.normalization;
+  options.views = std::move(views);
+  options.workers = loader_workers(config, device);
+  options.prefetch = std::max<int64_t>(1, 2 * options.workers);
+  options.seed = config.seed;
+  options.device = device;
+  return options;
+}
+
+}  // namespace mcdl

@@ -1,0 +1,55 @@
+#include "mcdl/scoring.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace mcdl {
+
+std::string percent(double fraction) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f", 100.0 * fraction);
+  return buf;
+}
+
+KnownLabels known_labels(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
+                         const std::vector<bool>& is_old) {
+  KnownLabels k;
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] >= 0) {
+      k.truth.push_back(truth[i]);
+      k.predictions.push_back(predictions[i]);
+      k.is_old.push_back(is_old[i]);
+    }
+  return k;
+}
+
+ClusterAccuracy known_accuracy(const KnownLabels& k, bool balanced) {
+  if (k.truth.empty()) return {std::nan(""), std::nan(""), std::nan("")};
+  return balanced ? split_cluster_acc_v2b(k.truth, k.predictions, k.is_old)
+                  : split_cluster_acc_v2(k.truth, k.predictions, k.is_old);
+}
+
+ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too) {
+  const ClusterAccuracy acc = known_accuracy(known, false);
+  row.push_back({"all", acc.all});
+  row.push_back({"old", acc.old_classes});
+  row.push_back({"new", acc.new_classes});
+  if (balanced_too) {
+    const ClusterAccuracy bal = known_accuracy(known, true);
+    row.push_back({"all_v2b", bal.all});
+    row.push_back({"old_v2b", bal.old_classes});
+    row.push_back({"new_v2b", bal.new_classes});
+  }
+  return acc;
+}
+
+std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,
+                            const std::vector<int64_t>& truth, int64_t num_old_classes) {
+  std::string csv = "id,prediction,label,old\n";
+  for (size_t i = 0; i < predictions.size(); ++i)
+    csv += std::to_string(ids[i]) + "," + std::to_string(predictions[i]) + "," + std::to_string(truth[i]) + "," +
+           (truth[i] < 0 ? "unknown" : truth[i] < num_old_classes ? "old" : "new") + "\n";
+  return csv;
+}
+
+}  // namespace mcdl

@@ -1,0 +1,31 @@
+// Scoring a run's predictions against the labels that are known (the folder layout may have
+// none: then NaN), the metrics columns and predictions.csv they give, and the percentages of the
+// summary lines.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mcdl/cluster_accuracy.h"
+#include "mcdl/run_directory.h"
+
+namespace mcdl {
+
+std::string percent(double fraction);  // "61.9"
+
+// The samples whose label is known: their labels, predictions and old/new flags.
+struct KnownLabels {
+  std::vector<int64_t> truth, predictions;
+  std::vector<bool> is_old;
+};
+KnownLabels known_labels(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
+                         const std::vector<bool>& is_old);
+ClusterAccuracy known_accuracy(const KnownLabels& known, bool balanced);
+// Appends all/old/new (and, for datasets scored balanced, all_v2b/old_v2b/new_v2b) to the
+// metrics row; returns the v2 accuracy.
+ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too);
+// "id,prediction,label,old" rows (old/new/unknown by the label).
+std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,
+                            const std::vector<int64_t>& truth, int64_t num_old_classes);
+
+}  // namespace mcdl

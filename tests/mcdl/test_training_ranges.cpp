@@ -1,0 +1,51 @@
+// The training loop's profiler ranges on the emulated CUDA device (kernels/emu/profile_ranges.h
+// records them): one SimGCD + MCDL epoch opens every phase's range, and closes each one.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kernels/emu/profile_ranges.h"
+#include "mcdl/trainer.h"
+#include "tests/synthetic_folder_dataset.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a range per phase") {
+  const fs::path data = testing::coloured_squares_dataset("ranges-data");
+  const fs::path out = fs::temp_directory_path() / ("mcdl-ranges-run-" + std::to_string(::getpid()));
+  TrainConfig c = testing::squares_run_config(data, out);
+  c.method = "simgcd+mcdl";
+  c.device = "cuda";
+  c.epochs = 1;
+  c.mcdl_start = 0;
+  // Small enough for the emulator: one block on 2 x 2 patches, two batches, 16 images scored.
+  c.model = "img=16,patch=8,dim=16,depth=1,heads=2,chans=3";
+  c.head_hidden = 32;
+  c.head_bottleneck = 16;
+  c.batch_size = 108;
+  c.eval_subset = 16;
+  c.mu = 1;  // every unlabelled sample seen once is in a bucket: L_sup, L_semi and L_self all run
+  std::vector<std::string> names;
+  int open = -1;
+  {
+    const emu::RangeRecording recording;
+    run_training(c, false);
+    names = recording.names();
+    open = recording.open();
+  }
+  CHECK(open == 0);
+  for (const char* phase : {"batch", "forward", "simgcd_losses", "mcdl", "mcdl_banks", "mcdl_buckets", "mcdl_losses",
+                            "read_losses", "backward", "optimizer_step", "evaluation", "checkpoint",
+                            // and the kernels' own, e.g. the views', the banks' and the optimizer's
+                            "augment_images", "bank_update", "sgd_update"}) {
+    INFO(phase);
+    CHECK(std::find(names.begin(), names.end(), phase) != names.end());
+  }
+  fs::remove_all(out);
+  fs::remove_all(data);
+}
