@@ -14,6 +14,9 @@
 #include "engine/ops.h"
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
+#include "mcdl/frozen_backbone.h"
+#include "mcdl/run_checkpoint.h"
+#include "mcdl/run_start.h"
 
 namespace mcdl {
 
@@ -149,11 +152,21 @@ VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file) {
     if (name.rfind(prefix, 0) == 0 && name.rfind(prefix + "head.", 0) != 0)
       tensors.emplace(name.substr(prefix.size()), tensor);
   VisionTransformer backbone(config.backbone);
-  try {
-    backbone.load_parameters(tensors);
-  } catch (const Error& e) {
-    fail("checkpoint ", path, ": ", e.what());
+  if (!file.metadata.count(frozen_backbone_key)) {  // a checkpoint with every parameter
+    try {
+      backbone.load_parameters(tensors);
+    } catch (const Error& e) {
+      fail("checkpoint ", path, ": ", e.what());
+    }
+    return backbone;
   }
+  // The frozen blocks come from where the run got them, as on --resume (mcdl/frozen_backbone.h).
+  const TrainConfig run = config_from_json(checkpoint_entry(file, path, "config"), "checkpoint " + path);
+  backbone.initialize(run.seed);
+  const BackboneSource source = backbone_source(run);
+  if (!source.tensors.empty()) backbone.load_parameters(source.tensors);
+  backbone.set_grad_from_block(first_trained_block(run, config.backbone.depth));
+  load_trainable_state(backbone, backbone, tensors, file, path, frozen_fingerprint(backbone), frozen_source(run));
   return backbone;
 }
 

@@ -23,6 +23,7 @@
 #include "mcdl/epoch_loop.h"
 #include "mcdl/epoch_plan.h"
 #include "mcdl/evaluator.h"
+#include "mcdl/frozen_backbone.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/progress.h"
 #include "mcdl/run_checkpoint.h"
@@ -101,6 +102,7 @@ class GcdRun {
   RunDirectory run_;
   TrainingData data_;
   std::unique_ptr<VisionTransformer> backbone_;
+  std::string frozen_fingerprint_;  // of its frozen blocks, as built (mcdl/frozen_backbone.h)
   std::unique_ptr<GcdHead> head_;
   std::unique_ptr<Sgd> optimizer_;
   RunProgress progress_;
@@ -133,6 +135,7 @@ void GcdRun::build_model() {
                                    config_.head_init_std});
   head_->initialize(config_.seed);
   backbone_->set_grad_from_block(first_trained_block(config_, vit.depth));
+  frozen_fingerprint_ = frozen_fingerprint(*backbone_);
   head_->set_trainable(true);
   backbone_->to(device_);
   head_->to(device_);
@@ -243,20 +246,21 @@ void GcdRun::cluster(MetricsRow& row, std::string& summary) {
 
 void GcdRun::save_checkpoint(int64_t epochs_completed) {
   std::map<std::string, Tensor> tensors;
-  for (auto& [name, t] : prefixed("model.", backbone_->state_dict())) tensors[name] = t;
+  for (auto& [name, t] : prefixed("model.", trainable_state(*backbone_, *backbone_))) tensors[name] = t;
   for (auto& [name, t] : prefixed("projection_head.", head_->state_dict())) tensors[name] = t;
   for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
-  run_.save_checkpoint(tensors,
-                       checkpoint_metadata(config_, progress_, epochs_completed,
-                                           model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}})),
-                       epochs_completed - 1, config_.keep_every);
+  auto metadata = checkpoint_metadata(config_, progress_, epochs_completed,
+                                      model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}}));
+  metadata[frozen_backbone_key] = frozen_fingerprint_;
+  run_.save_checkpoint(tensors, metadata, epochs_completed - 1, config_.keep_every);
 }
 
 void GcdRun::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
   const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  backbone_->load_parameters(unprefixed("model.", file.tensors));
+  load_trainable_state(*backbone_, *backbone_, unprefixed("model.", file.tensors), file, run_.last_checkpoint(),
+                       frozen_fingerprint_, frozen_source(config_));
   head_->load_parameters(unprefixed("projection_head.", file.tensors));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));

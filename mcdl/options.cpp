@@ -75,13 +75,21 @@ std::vector<std::pair<std::string, std::string>> options_from_json_file(const st
                                                                         const std::vector<std::string>& extra_keys) {
   std::ifstream in(path);
   check(in.good(), "cannot read the config file ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return options_from_json(options, text.str(), "config file " + path, extra_keys);
+}
+
+std::vector<std::pair<std::string, std::string>> options_from_json(const std::vector<ConfigOption>& options,
+                                                                   const std::string& json, const std::string& where,
+                                                                   const std::vector<std::string>& extra_keys) {
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(json);
   } catch (const std::exception& e) {
-    fail("config file ", path, " is not valid JSON: ", e.what());
+    fail(where, " is not valid JSON: ", e.what());
   }
-  check(j.is_object(), "config file ", path, ": expected a JSON object");
+  check(j.is_object(), where, ": expected a JSON object");
   std::vector<std::pair<std::string, std::string>> extra;
   for (auto& [key, value] : j.items()) {
     std::string text;
@@ -94,7 +102,7 @@ std::vector<std::pair<std::string, std::string>> options_from_json_file(const st
       os << value.get<double>();
       text = os.str();
     } else {
-      fail("config file ", path, ": '", key, "' has an unsupported value ", value.dump());
+      fail(where, ": '", key, "' has an unsupported value ", value.dump());
     }
     if (std::find(extra_keys.begin(), extra_keys.end(), key) != extra_keys.end()) {
       extra.emplace_back(key, text);
@@ -103,7 +111,7 @@ std::vector<std::pair<std::string, std::string>> options_from_json_file(const st
     try {
       set_option(options, key, text);
     } catch (const Error& e) {
-      fail("config file ", path, ": ", e.what());
+      fail(where, ": ", e.what());
     }
   }
   return extra;

@@ -26,6 +26,10 @@ std::string options_to_json(const std::vector<ConfigOption>& options,
 std::vector<std::pair<std::string, std::string>> options_from_json_file(const std::vector<ConfigOption>& options,
                                                                         const std::string& path,
                                                                         const std::vector<std::string>& extra_keys);
+// The same from JSON text; `where` names its source in messages ("config file runs/a/config.json").
+std::vector<std::pair<std::string, std::string>> options_from_json(const std::vector<ConfigOption>& options,
+                                                                   const std::string& json, const std::string& where,
+                                                                   const std::vector<std::string>& extra_keys);
 // The help lines: "  --name  help [default]".
 std::string options_help(const std::vector<ConfigOption>& options);
 

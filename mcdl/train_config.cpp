@@ -141,6 +141,13 @@ TrainConfig config_from_json_file(const std::string& path) {
   return config;
 }
 
+TrainConfig config_from_json(const std::string& json, const std::string& where) {
+  TrainConfig config;
+  for (const auto& [key, value] : options_from_json(config_options(config), json, where, {"dataset"}))
+    config.dataset = value;
+  return config;
+}
+
 void validate_config(const TrainConfig& c) {
   const Method method = parse_method(c.method);
   check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "--device: expected auto, cpu or cuda, got '",

@@ -106,6 +106,8 @@ void set_config_option(TrainConfig& config, const std::string& name, const std::
 std::string config_to_json(const TrainConfig& config);
 // Reads a config.json (unknown keys are an error, so a typo never passes silently).
 TrainConfig config_from_json_file(const std::string& path);
+// The same from JSON text (a checkpoint's "config" entry); `where` names it in messages.
+TrainConfig config_from_json(const std::string& json, const std::string& where);
 // Checks ranges and combinations; the message names the option.
 void validate_config(const TrainConfig& config);
 

@@ -24,6 +24,7 @@
 #include "layers/simgcd_model.h"
 #include "mcdl/credibility.h"
 #include "mcdl/epoch_loop.h"
+#include "mcdl/frozen_backbone.h"
 #include "mcdl/epoch_plan.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/gcd_baseline.h"
@@ -91,6 +92,7 @@ class Trainer {
   RunDirectory run_;
   TrainingData data_;
   std::unique_ptr<SimGCDModel> model_;
+  std::string frozen_fingerprint_;  // of the backbone's frozen blocks, as built (mcdl/frozen_backbone.h)
   std::unique_ptr<Sgd> optimizer_;
   std::unique_ptr<MemoryBank> bank_weak_, bank_strong_;
   std::unique_ptr<EvaluationSet> eval_;
@@ -119,6 +121,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
   select_matmul_precision(config_.precision, device_);
   begin_run(config_, data_, run_, resume_);
   model_ = build_model(config_, data_.num_classes());
+  frozen_fingerprint_ = frozen_fingerprint(model_->backbone);
   model_->to(device_);
   make_optimizer();
   loss_config_.student_temp = config_.student_temp;
@@ -305,15 +308,15 @@ void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
 }
 
 void Trainer::save_checkpoint(int64_t epochs_completed) {
-  std::map<std::string, Tensor> tensors = prefixed("model.", model_->state_dict());
+  std::map<std::string, Tensor> tensors = prefixed("model.", trainable_state(*model_, model_->backbone));
   for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
   if (bank_weak_) {
     for (auto& [name, t] : prefixed("bank_weak.", bank_weak_->state())) tensors[name] = t;
     for (auto& [name, t] : prefixed("bank_strong.", bank_strong_->state())) tensors[name] = t;
   }
-  run_.save_checkpoint(tensors,
-                       checkpoint_metadata(config_, progress_, epochs_completed, model_config_to_json(model_->config())),
-                       epochs_completed - 1, config_.keep_every);
+  auto metadata = checkpoint_metadata(config_, progress_, epochs_completed, model_config_to_json(model_->config()));
+  metadata[frozen_backbone_key] = frozen_fingerprint_;
+  run_.save_checkpoint(tensors, metadata, epochs_completed - 1, config_.keep_every);
 }
 
 // Over the model's current parameter tensors: rebuilt after load_parameters replaces them.
@@ -326,7 +329,8 @@ void Trainer::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
   const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
-  model_->load_parameters(unprefixed("model.", file.tensors));
+  load_trainable_state(*model_, model_->backbone, unprefixed("model.", file.tensors), file, run_.last_checkpoint(),
+                       frozen_fingerprint_, frozen_source(config_));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
   if (bank_weak_) {

@@ -149,6 +149,9 @@ int run(int argc, char** argv) {
     check(image.find('\n') == std::string::npos, image, ": a path with a newline cannot be listed one per line");
   VisionTransformer backbone = args.checkpoint.empty() ? load_backbone_weights(args.weights, args.config)
                                                        : load_checkpoint_backbone(args.checkpoint);
+  // Extraction trains nothing: every block but the last runs as a frozen block (in bf16 with
+  // --precision bf16, VisionTransformer's frozen path).
+  backbone.set_requires_grad(false);
   backbone.to(device);
 
   FeatureOptions options;

@@ -103,6 +103,31 @@ TEST_CASE("e2e: a run resumed from its checkpoint equals the uninterrupted run b
   fs::remove_all(base);
 }
 
+TEST_CASE("e2e: checkpoints leave the frozen blocks out; a resume on other frozen weights is refused") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-frozen-" + std::to_string(::getpid()));
+  TrainConfig c = tiny_config(base / "run", "simgcd");
+  c.epochs = 2;
+  c.grad_from_block = 1;  // block 0 frozen, block 1 trained (as SimGCD's blocks 0-10 and 11)
+  c.max_iters = 6;  // one epoch, checkpointed
+  run_training(c, false);
+  const SafetensorsFile file = load_safetensors((base / "run/checkpoints/last.safetensors").string());
+  CHECK(file.metadata.count("frozen_backbone") == 1);
+  bool frozen_block = false, trained_block = false;
+  for (const auto& [name, t] : file.tensors) {
+    frozen_block |= name.rfind("model.blocks.0.", 0) == 0 || name == "model.pos_embed";
+    trained_block |= name.rfind("model.blocks.", 0) == 0 && name.rfind("model.blocks.0.", 0) != 0;
+  }
+  CHECK_FALSE(frozen_block);
+  CHECK(trained_block);
+
+  // Other frozen weights (here: another seed's initialisation of the --model backbone).
+  TrainConfig resumed = resume_config(c.out);
+  resumed.max_iters = 0;
+  resumed.seed += 1;
+  CHECK_THROWS_WITH(run_training(resumed, true), doctest::Contains("was trained on other frozen backbone weights"));
+  fs::remove_all(base);
+}
+
 TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend") {
   const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-cuda-" + std::to_string(::getpid()));
   auto run = [&](const std::string& device) {
