@@ -115,7 +115,7 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  select_matmul_precision(config_.precision, device_);
+  config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
   begin_run(config_, data_, run_, resume_);
   build_model();
   make_optimizer();

@@ -30,7 +30,7 @@ std::vector<ConfigOption> pretrain_options(PretrainConfig& c) {
       {"model", "backbone spec (layers/vit_config.h keys: img, patch, chans, dim, depth, heads, ...)", &c.model},
       {"out", "backbone file to write (.safetensors); also -o", &c.out},
       {"device", "auto, cpu or cuda", &c.device},
-      {"precision", "matrix products on the GPU: fp32 (default), tf32 or bf16 (inputs rounded to bf16 as PyTorch's autocast, fp32 accumulation)", &c.precision},
+      {"precision", "matrix products and the frozen blocks: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32 or bf16 (bf16 activations in the frozen blocks, products rounded as PyTorch's autocast, fp32 accumulation)", &c.precision},
       {"optimizer", "adamw or sgd (momentum 0.9)", &c.optimizer},
       {"seed", "seed of every random draw", &c.seed},
       {"epochs", "training epochs", &c.epochs},

@@ -18,7 +18,7 @@ struct PretrainConfig {
   std::string model = "img=28,patch=7,dim=64,depth=4,heads=4,chans=1";  // layers/vit_config.h spec
   std::string out;                 // the backbone file written (-o)
   std::string device = "auto";
-  std::string precision = "fp32";  // fp32, tf32, bf16 (engine/ops/linalg.h)
+  std::string precision = "auto";  // auto, fp32, tf32, bf16 (engine/ops/linalg.h)
   std::string optimizer = "adamw";  // adamw or sgd
   uint64_t seed = 0;
   int64_t epochs = 100;

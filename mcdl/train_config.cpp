@@ -69,7 +69,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"method", "simgcd+mcdl (default: MCDL on SimGCD, see --mcdl-variant), simgcd, kmeans or gcd (the GCD "
                  "baseline)", &c.method},
       {"device", "auto (GPU when present), cpu or cuda", &c.device},
-      {"precision", "matrix products on the GPU: fp32 (default), tf32 or bf16 (inputs rounded to bf16 as PyTorch's autocast, fp32 accumulation)", &c.precision},
+      {"precision", "matrix products and the frozen blocks: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32 or bf16 (bf16 activations in the frozen blocks, products rounded as PyTorch's autocast, fp32 accumulation)", &c.precision},
       {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
       {"seed", "seed of every random draw (sampler, augmentation, initialisation, MixMatch)", &c.seed},
       {"image-size", "crop size S fed to the model; images are resized to int(S/0.875) first", &c.image_size},
@@ -152,7 +152,7 @@ void validate_config(const TrainConfig& c) {
   const Method method = parse_method(c.method);
   check(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "--device: expected auto, cpu or cuda, got '",
         c.device, "'");
-  parse_matmul_precision(c.precision);
+  if (c.precision != "auto") parse_matmul_precision(c.precision);
   check(c.epochs > 0, "--epochs must be positive");
   check(c.batch_size >= 2, "--batch-size must be at least 2");
   check(c.image_size > 0, "--image-size must be positive");

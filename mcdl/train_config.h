@@ -28,7 +28,7 @@ struct TrainConfig {
   // "MCDL: two variants"): the unlabelled images' labels never pick a default.
   std::string method = "simgcd+mcdl";
   std::string device = "auto";         // auto, cpu, cuda
-  std::string precision = "fp32";      // fp32, tf32, bf16 (engine/ops/linalg.h)
+  std::string precision = "auto";      // auto, fp32, tf32, bf16 (engine/ops/linalg.h); config.json: resolved
   std::string out;                     // run directory
   uint64_t seed = 0;
   // Data.

@@ -118,7 +118,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
       device_(select_device(config_.device)),
       run_(config_.out),
       data_(load_training_data(config_)) {
-  select_matmul_precision(config_.precision, device_);
+  config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
   begin_run(config_, data_, run_, resume_);
   model_ = build_model(config_, data_.num_classes());
   frozen_fingerprint_ = frozen_fingerprint(model_->backbone);
@@ -376,6 +376,8 @@ TrainConfig resume_config(const std::string& run_dir) {
   std::ifstream in(saved);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (text.find("\"mcdl-variant\"") == std::string::npos) config.mcdl_variant = "paper";
+  // Nor had a run saved before --precision: it computed in fp32.
+  if (text.find("\"precision\"") == std::string::npos) config.precision = "fp32";
   return config;
 }
 

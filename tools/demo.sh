@@ -8,8 +8,9 @@
 #   SEEDS="1 2 3"    the seeds (default: three)
 #   MAX_TRAIN=10000  the first N training images
 #   DEMO_OUT=runs/demo, DEMO_JOBS (runs at a time; default: one per core on the CPU, one on a GPU)
-#   METHODS="kmeans simgcd robust paper" (a subset runs those rows only), PRECISION=fp32 (GPU:
-#   tf32 or bf16 too), DATA_ROOT (Fashion-MNIST's idx files; default: the Debian package's)
+#   METHODS="kmeans simgcd robust paper" (a subset runs those rows only), PRECISION=auto (bf16 on
+#   a GPU, fp32 on the CPU; or fp32, tf32, bf16), DATA_ROOT (Fashion-MNIST's idx files; default:
+#   the Debian package's)
 set -euo pipefail
 out=${DEMO_OUT:-runs/demo}
 seeds=${SEEDS:-1 2 3}
@@ -38,7 +39,7 @@ fi
 # (512 / 128) with its initial scale matched to ViT-B/16's (std 0.05 instead of 0.02). 10
 # epochs, not the study's 20: the validation signal shows no loss (README), and three seeds of
 # four methods then fit in ten minutes on two cores. Only the last epoch is scored.
-common="--data-root $data_root --precision ${PRECISION:-fp32} --weights $weights --image-size 28 --max-train $max_train \
+common="--data-root $data_root --precision ${PRECISION:-auto} --weights $weights --image-size 28 --max-train $max_train \
  --epochs 10 --batch-size 128 --warmup-teacher-epochs 3 --head-hidden 512 --head-bottleneck 128 \
  --head-init-std 0.05 --mu 4 --device $device --progress false --eval-every 0"
 declare -A method_args=(

@@ -43,13 +43,13 @@ constexpr const char* kUsage =
     "  --raw                 the features as they are (default: each row L2-normalised)\n"
     "  --batch-size N        images per forward pass (default 64)\n"
     "  --device D            auto, cpu or cuda (default auto)\n"
-    "  --precision P         GPU matrix products: fp32 (default), tf32 or bf16\n"
+    "  --precision P         auto (default: bf16 on a GPU, fp32 on the CPU), fp32, tf32 or bf16\n"
     "  -h, --help            this text\n"
     "\n"
     "Exit status: 0 done, 1 error (one line \"error: ...\" on stderr, naming the file), 2 bad usage.\n";
 
 struct Arguments {
-  std::string weights, config, checkpoint, output, device = "auto", precision = "fp32";
+  std::string weights, config, checkpoint, output, device = "auto", precision = "auto";
   std::vector<std::string> inputs;
   int64_t image_size = 0, batch_size = 64;
   bool raw = false;

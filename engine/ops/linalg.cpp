@@ -45,15 +45,17 @@ MatmulPrecision parse_matmul_precision(const std::string& text) {
   for (MatmulPrecision value : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16}) {
     if (text == matmul_precision_name(value)) return value;
   }
-  fail("--precision: expected fp32, tf32 or bf16, got '", text, "'");
+  fail("--precision: expected auto, fp32, tf32 or bf16, got '", text, "'");
 }
 
-void select_matmul_precision(const std::string& text, Device device) {
+MatmulPrecision select_matmul_precision(const std::string& text, Device device) {
+  if (text == "auto") return select_matmul_precision(device.is_cuda() ? "bf16" : "fp32", device);
   const MatmulPrecision value = parse_matmul_precision(text);
   check(value == MatmulPrecision::fp32 || device.is_cuda(), "--precision ", text,
         ": needs a CUDA device (the CPU backend computes in fp32: Debian's OpenBLAS 0.3.21 has no bf16 GEMM and ",
         "the processor no TF32); run with --precision fp32");
   set_matmul_precision(value);
+  return value;
 }
 
 void set_matmul_precision(MatmulPrecision value) { precision = value; }

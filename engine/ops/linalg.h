@@ -22,9 +22,11 @@ enum class MatmulPrecision { fp32, tf32, bf16 };
 // "fp32", "tf32", "bf16"; parse_matmul_precision names the choices when the text is none of them.
 const char* matmul_precision_name(MatmulPrecision precision);
 MatmulPrecision parse_matmul_precision(const std::string& text);
-// --precision for a run on `device`: parses it, refuses tf32 and bf16 on the CPU with a message
-// that says what to do, and makes it the process's matmul precision.
-void select_matmul_precision(const std::string& text, Device device);
+// --precision for a run on `device`: "auto" is bf16 on a CUDA device and fp32 on the CPU (the
+// fastest mode whose fidelity was measured: README, "Precision"); tf32 and bf16 are refused on
+// the CPU with a message that says what to do. Makes it the process's matmul precision and
+// returns it.
+MatmulPrecision select_matmul_precision(const std::string& text, Device device);
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 

@@ -111,5 +111,5 @@ TEST_CASE("cuda parity: bf16 matmul (autocast's rounding) stays within bf16's ro
 TEST_CASE("matmul precision names") {
   for (MatmulPrecision p : {MatmulPrecision::fp32, MatmulPrecision::tf32, MatmulPrecision::bf16})
     CHECK(parse_matmul_precision(matmul_precision_name(p)) == p);
-  CHECK_THROWS_WITH(parse_matmul_precision("fp16"), doctest::Contains("expected fp32, tf32 or bf16, got 'fp16'"));
+  CHECK_THROWS_WITH(parse_matmul_precision("fp16"), doctest::Contains("expected auto, fp32, tf32 or bf16, got 'fp16'"));
 }

@@ -119,6 +119,8 @@ TEST_CASE("e2e: checkpoints leave the frozen blocks out; a resume on other froze
   }
   CHECK_FALSE(frozen_block);
   CHECK(trained_block);
+  // --precision auto is recorded as what it resolved to: fp32 on the CPU.
+  CHECK(config_from_json_file((base / "run/config.json").string()).precision == "fp32");
 
   // Other frozen weights (here: another seed's initialisation of the --model backbone).
   TrainConfig resumed = resume_config(c.out);
@@ -133,6 +135,7 @@ TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend
   auto run = [&](const std::string& device) {
     TrainConfig c = tiny_config(base / device, "simgcd+mcdl");
     c.device = device;
+    c.precision = "fp32";  // the backends compared at one precision ("auto" is bf16 on a CUDA device)
     c.epochs = 2;
     c.mcdl_start = 1;
     c.mu = 1;  // every unlabelled sample seen once is in a bucket: L_sup, L_semi and L_self all run
