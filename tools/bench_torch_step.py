@@ -13,6 +13,7 @@ A benchmark aid, never a dependency: without PyTorch it prints the engine's numb
 """
 import argparse
 import math
+import os
 import subprocess
 import sys
 import time
@@ -217,8 +218,9 @@ def torch_times(args, precision, workloads):
 def engine_times(args, precision, workloads):
     command = [args.engine, "--device", args.device, "--precision", precision, "--batch", str(args.batch),
                "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--workloads", ",".join(workloads)]
+    environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     try:
-        run = subprocess.run(command, capture_output=True, text=True)
+        run = subprocess.run(command, capture_output=True, text=True, env=environment)
     except OSError as error:
         print(f"engine: {error}", file=sys.stderr)
         return {}
@@ -241,7 +243,10 @@ def main():
     parser.add_argument("--precisions", default="fp32,tf32,bf16")
     parser.add_argument("--workloads", default="forward,simgcd,mcdl")
     parser.add_argument("--engine", default="build/bench_step")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of both sides")
     args = parser.parse_args()
+    if torch is not None:
+        torch.set_num_threads(args.threads)
     workloads = args.workloads.split(",")
     have_torch = torch is not None and (args.device == "cpu" or torch.cuda.is_available())
     if have_torch:

@@ -22,12 +22,13 @@ inline void write_grad(T& dst, double value, bool overwrite) {
 }
 
 // ---- gelu: exact erf form 0.5·x·(1 + erf(x/√2)) (PyTorch nn.GELU, approximate='none') --------
+// In T's own precision, as the CUDA kernel (erff for float: a sixth of the CPU forward in double).
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
-  constexpr double inv_sqrt2 = 1.0 / std::numbers::sqrt2;
+  constexpr T inv_sqrt2 = static_cast<T>(1.0 / std::numbers::sqrt2);
   parallel_for(n, [&](int64_t i) {
-    const double v = x[i];
-    y[i] = static_cast<T>(0.5 * v * (1.0 + std::erf(v * inv_sqrt2)));
+    const T v = x[i];
+    y[i] = T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2));
   });
 }
 
@@ -140,11 +141,23 @@ double row_log_sum_exp(const T* x, int64_t d) {
   return top + std::log(sum);
 }
 
+// In T's own precision, as the CUDA kernel computes it: the attention's softmax is the CPU
+// forward's largest pass after the products, and one exp per element in float costs a fraction
+// of two in double (measured: a quarter of ViT-B/16's CPU forward before).
 template <class T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t d) {
   parallel_rows(rows, d, [&](int64_t r) {
-    const double lse = row_log_sum_exp(x + r * d, d);
-    for (int64_t c = 0; c < d; ++c) y[r * d + c] = static_cast<T>(std::exp(x[r * d + c] - lse));
+    const T* xr = x + r * d;
+    T* yr = y + r * d;
+    T top = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < d; ++c) top = std::max(top, xr[c]);
+    T sum = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      yr[c] = std::exp(xr[c] - top);
+      sum += yr[c];
+    }
+    const T inverse = T(1) / sum;
+    for (int64_t c = 0; c < d; ++c) yr[c] *= inverse;
   });
 }
 
