@@ -323,6 +323,12 @@ class AtomicFile {
       bad("renaming ", tmp_path_, " to ", path_, " failed: ", std::strerror(errno));
     }
     committed_ = true;
+    // And the directory: the rename survives a power cut only once its entry is on disk.
+    const size_t slash = path_.find_last_of('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+    FileHandle dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY));
+    if (dir.get() < 0 || ::fsync(dir.get()) != 0)
+      bad("fsync of the directory ", directory, " failed: ", std::strerror(errno));
   }
 
  private:
