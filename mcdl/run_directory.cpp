@@ -72,7 +72,10 @@ void RunDirectory::append_metrics(const MetricsRow& row) const {
 
 void RunDirectory::truncate_metrics(int64_t epoch) const {
   const std::string jsonl_path = file("metrics.jsonl");
-  if (!fs::exists(jsonl_path)) return;
+  if (!fs::exists(jsonl_path)) {  // metrics.csv is rebuilt from the jsonl rows: none, no rows
+    fs::remove(file("metrics.csv"));
+    return;
+  }
   std::istringstream lines(read_file(jsonl_path));
   std::string line, kept_jsonl, kept_csv;
   for (int64_t n = 0; std::getline(lines, line); ++n) {

@@ -38,7 +38,10 @@ void begin_run(const TrainConfig& config, const TrainingData& data, const RunDir
                static_cast<long long>(data.num_classes()), static_cast<long long>(data.num_old_classes()),
                data.labelled.size(), data.unlabelled.size());
   run.write_text("config.json", config_to_json(config));
-  if (!resume) write_split_csv(run.file("split.csv"), data.dataset, data.split);
+  if (resume) return;
+  write_split_csv(run.file("split.csv"), data.dataset, data.split);
+  // A new run in a directory where a run was killed before its first checkpoint: no stale rows.
+  run.truncate_metrics(0);
 }
 
 int64_t loader_workers(const TrainConfig& config, Device device) {

@@ -1,0 +1,122 @@
+// Crash safety end to end: ./mcdl_train killed with SIGKILL at pseudo-random moments (inside a
+// step, an evaluation or a checkpoint write, wherever the moment falls), restarted with
+// --resume (or afresh while no checkpoint exists yet) until it finishes, must end with the
+// uninterrupted run's checkpoint, metrics and predictions, bit for bit, on the CPU.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "engine/random.h"
+#include "io/safetensors.h"
+#include "mcdl/trainer.h"
+#include "tests/synthetic_folder_dataset.h"
+
+extern char** environ;
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Starts ./mcdl_train with `args`, its output into `log`; returns the child's pid.
+pid_t start_mcdl_train(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> all = {"./mcdl_train"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE_MESSAGE(error == 0, "cannot start ./mcdl_train: ", std::strerror(error));
+  return pid;
+}
+
+// The arguments that continue the run in `out`: --resume once a checkpoint exists, else a fresh
+// start from the saved settings.
+std::vector<std::string> continue_args(const fs::path& out, const fs::path& config) {
+  if (fs::exists(out / "checkpoints" / "last.safetensors")) return {"--resume", out.string()};
+  return {"--config", config.string()};
+}
+
+// metrics.csv without its timing column.
+std::string metrics_without_time(const fs::path& csv) {
+  std::istringstream in(testing::read_text(csv));
+  std::string out;
+  for (std::string line; std::getline(in, line);) out += line.substr(0, line.rfind(',')) + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an uninterrupted run ends") {
+  REQUIRE_MESSAGE(fs::exists("mcdl_train"), "build ./mcdl_train first (make test does)");
+  const fs::path base = fs::temp_directory_path() / ("mcdl-kill-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  TrainConfig c = testing::squares_run_config(testing::coloured_squares_dataset("kill"), base / "whole");
+  c.method = "simgcd+mcdl";
+  c.epochs = 4;
+  c.mu = 2;
+  c.mcdl_start = 1;
+  c.warmup_teacher_epochs = 1;
+  c.workers = 0;
+  run_training(c, false);  // the uninterrupted reference, in this process
+
+  c.out = (base / "killed").string();
+  const fs::path config = base / "killed.json", log = base / "killed.log";
+  {
+    std::ofstream out(config);
+    out << config_to_json(c);
+  }
+  // Kill moments spread over a run's length (about 2 s here), drawn from a fixed stream.
+  RandomStream stream(11, stream_id("kill-resume"));
+  int kills = 0, finished = -1;
+  for (int attempt = 0; attempt < 12 && finished != 0; ++attempt) {
+    const pid_t pid = start_mcdl_train(continue_args(c.out, config), log);
+    int status = 0;
+    if (attempt < 6) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150 + stream.randint(0, 900)));
+      if (waitpid(pid, &status, WNOHANG) == 0) {
+        ::kill(pid, SIGKILL);
+        ++kills;
+        waitpid(pid, &status, 0);
+        continue;
+      }
+    } else {
+      waitpid(pid, &status, 0);
+    }
+    finished = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  INFO("log: ", testing::read_text(log));
+  REQUIRE(finished == 0);
+  CHECK(kills >= 3);
+
+  const SafetensorsFile a = load_safetensors((base / "whole/checkpoints/last.safetensors").string());
+  const SafetensorsFile b = load_safetensors((base / "killed/checkpoints/last.safetensors").string());
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    INFO(name);
+    REQUIRE(b.tensors.count(name) == 1);
+    const Tensor& u = b.tensors.at(name);
+    REQUIRE(t.nbytes() == u.nbytes());
+    CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
+  }
+  CHECK(metrics_without_time(base / "whole/metrics.csv") == metrics_without_time(base / "killed/metrics.csv"));
+  CHECK(testing::read_text(base / "whole/predictions.csv") == testing::read_text(base / "killed/predictions.csv"));
+  fs::remove_all(base);
+}
