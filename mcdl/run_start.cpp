@@ -16,6 +16,11 @@ BackboneSource backbone_source(const TrainConfig& config) {
     BackboneFile file = load_backbone_file(config.weights);
     source.config = file.config.backbone;
     source.tensors = std::move(file.tensors);
+    // A weights file carries its architecture; a --model that says otherwise is a mistake.
+    check(config.model.empty() || parse_model_config(config.model).backbone == source.config, "--model ",
+          config.model, " does not describe the backbone in ", config.weights, " (",
+          model_config_to_json(ModelConfig{source.config, HeadConfig{}}), "): the weights file carries its ",
+          "architecture, so drop --model");
     return source;
   }
   check(!config.model.empty(), "no backbone weights: pass --weights FILE. Download DINO's ViT-B/16 from ",
