@@ -25,6 +25,9 @@ struct Dataset {
   std::string root;          // the data root it was read from
   int64_t num_classes = 0;   // K: old + new
   int64_t channels = 3;      // 3 (RGB) or 1 (grayscale; Fashion-MNIST)
+  // Per class id, where the layout names its classes (the folder layout, Fashion-MNIST); empty
+  // otherwise.
+  std::vector<std::string> class_names;
   std::vector<DatasetItem> train;  // every training image, in the reference order
   // Pixels of train[i] when the dataset is stored as arrays (same indexing as train), else empty.
   std::vector<Image> train_pixels;

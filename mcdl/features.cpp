@@ -14,9 +14,6 @@
 #include "engine/ops.h"
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
-#include "mcdl/frozen_backbone.h"
-#include "mcdl/run_checkpoint.h"
-#include "mcdl/run_start.h"
 
 namespace mcdl {
 
@@ -126,47 +123,6 @@ VisionTransformer load_backbone_weights(const std::string& path, const std::stri
   } catch (const Error& e) {
     fail("weights file ", path, " does not fit --config ", config_spec, ": ", e.what());
   }
-  return backbone;
-}
-
-VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file) {
-  const std::string path = fs::is_directory(run_dir_or_file)
-                               ? (fs::path(run_dir_or_file) / "checkpoints" / "last.safetensors").string()
-                               : run_dir_or_file;
-  check(fs::exists(path), "checkpoint ", path, " does not exist (mcdl_train writes RUN_DIR/checkpoints/",
-        "last.safetensors after each epoch)");
-  SafetensorsFile file = load_safetensors(path);
-  const auto config_entry = file.metadata.find("model_config");
-  check(config_entry != file.metadata.end(), "checkpoint ", path,
-        " has no 'model_config' entry in its header (not a checkpoint written by mcdl_train)");
-  ModelConfig config;
-  try {
-    config = model_config_from_json(config_entry->second);
-  } catch (const Error& e) {
-    fail("checkpoint ", path, ": bad model configuration: ", e.what());
-  }
-  // The backbone's parameters are the model's without the "head." ones (layers/simgcd_model.h).
-  const std::string prefix = "model.";
-  std::map<std::string, Tensor> tensors;
-  for (auto& [name, tensor] : file.tensors)
-    if (name.rfind(prefix, 0) == 0 && name.rfind(prefix + "head.", 0) != 0)
-      tensors.emplace(name.substr(prefix.size()), tensor);
-  VisionTransformer backbone(config.backbone);
-  if (!file.metadata.count(frozen_backbone_key)) {  // a checkpoint with every parameter
-    try {
-      backbone.load_parameters(tensors);
-    } catch (const Error& e) {
-      fail("checkpoint ", path, ": ", e.what());
-    }
-    return backbone;
-  }
-  // The frozen blocks come from where the run got them, as on --resume (mcdl/frozen_backbone.h).
-  const TrainConfig run = config_from_json(checkpoint_entry(file, path, "config"), "checkpoint " + path);
-  backbone.initialize(run.seed);
-  const BackboneSource source = backbone_source(run);
-  if (!source.tensors.empty()) backbone.load_parameters(source.tensors);
-  backbone.set_grad_from_block(first_trained_block(run, config.backbone.depth));
-  load_trainable_state(backbone, backbone, tensors, file, path, frozen_fingerprint(backbone), frozen_source(run));
   return backbone;
 }
 

@@ -44,9 +44,4 @@ Tensor extract_features(VisionTransformer& backbone, const std::vector<std::stri
 // not empty, declares the model instead of the file's metadata, so a file without one loads too.
 VisionTransformer load_backbone_weights(const std::string& path, const std::string& config_spec = "");
 
-// The backbone of a training run: RUN_DIR/checkpoints/last.safetensors (or a checkpoint file
-// itself) as mcdl_train writes it: the model's parameters as "model.<name>" and its
-// configuration as the "model_config" metadata; the head is left out.
-VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file);
-
 }  // namespace mcdl

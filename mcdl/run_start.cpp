@@ -6,6 +6,7 @@
 
 #include "data/gcd_split.h"
 #include "engine/error.h"
+#include "io/csv_field.h"
 #include "layers/backbone_file.h"
 
 namespace mcdl {
@@ -37,6 +38,24 @@ int64_t first_trained_block(const TrainConfig& config, int64_t depth) {
   return from;
 }
 
+namespace {
+
+// classes.csv: what the model's first K_old outputs mean (cluster k is old class k, trained on its
+// labelled images): the dataset's class id and, where the layout names it, its name. The other
+// clusters are discovered; mcdl_predict calls them new-<k>.
+void write_known_classes(const RunDirectory& run, const Dataset& dataset) {
+  std::string text = "cluster,class_id,name\n";
+  for (size_t k = 0; k < dataset.old_classes.size(); ++k) {
+    const int64_t id = dataset.old_classes[k];
+    const std::string name =
+        id >= 0 && static_cast<size_t>(id) < dataset.class_names.size() ? dataset.class_names[static_cast<size_t>(id)] : "";
+    text += std::to_string(k) + "," + std::to_string(id) + "," + csv_field(name) + "\n";
+  }
+  run.write_text("classes.csv", text);
+}
+
+}  // namespace
+
 void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume) {
   std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
                config.dataset.c_str(), static_cast<long long>(data.dataset.size()),
@@ -45,6 +64,7 @@ void begin_run(const TrainConfig& config, const TrainingData& data, const RunDir
   run.write_text("config.json", config_to_json(config));
   if (resume) return;
   write_split_csv(run.file("split.csv"), data.dataset, data.split);
+  write_known_classes(run, data.dataset);
   // A new run in a directory where a run was killed before its first checkpoint: no stale rows.
   run.truncate_metrics(0);
 }

@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
 #include "io/npy.h"
+#include "mcdl/checkpoint_model.h"
 #include "mcdl/features.h"
 #include "mcdl/progress.h"
 #include "tools/common/cli.h"

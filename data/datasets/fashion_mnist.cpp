@@ -85,6 +85,8 @@ Dataset read_fashion_mnist(const std::string& root) {
   }
   d.old_classes = iota_classes(0, 5);
   d.new_classes = iota_classes(5, 10);
+  d.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                   "Ankle boot"};
   d.subset_order = Dataset::SubsetOrder::index_arrays;
   return d;
 }

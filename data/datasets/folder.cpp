@@ -98,6 +98,8 @@ Dataset read_folder(const std::string& root, int64_t num_classes) {
   check(labels.empty(), "folder: ", labels_path, " names ", labels.size(), " files not in ", unlabelled_dir, ", e.g. ",
         labels.empty() ? std::string() : labels.begin()->first);
   d.old_classes = iota_classes(0, num_old);
+  d.class_names.resize(static_cast<size_t>(num_seen));
+  for (const auto& [name, id] : class_of) d.class_names[static_cast<size_t>(id)] = name;
   d.new_classes = iota_classes(num_old, num_classes);
   return d;
 }

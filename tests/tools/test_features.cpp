@@ -25,6 +25,7 @@
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
+#include "mcdl/checkpoint_model.h"
 #include "mcdl/features.h"
 #include "tests/io/checkpoint_builders.h"
 

@@ -1,0 +1,159 @@
+// ./mcdl_predict --checkpoint RUN_DIR IMAGE_OR_DIR... -o predictions.csv: the trained model of a
+// simgcd or simgcd+mcdl run applied to new images (mcdl/predict.h), one CSV row per image.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/ops/linalg.h"
+#include "io/csv_field.h"
+#include "mcdl/checkpoint_model.h"
+#include "mcdl/predict.h"
+#include "tools/common/cli.h"
+#include "tools/common/csv_table.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kUsage =
+    "usage: mcdl_predict --checkpoint RUN_DIR IMAGE_OR_DIR... -o predictions.csv [options]\n"
+    "\n"
+    "Applies the model trained by ./mcdl_train (a simgcd or simgcd+mcdl run) to images and writes\n"
+    "path,cluster,class,probability per image. Clusters 0..K_old-1 are the known classes (class:\n"
+    "the name, or class-<id> where the dataset names none); the others were discovered (new-<k>).\n"
+    "probability: the softmax of the logits at the training temperature 0.1, at the cluster.\n"
+    "\n"
+    "  --checkpoint RUN_DIR  the run (RUN_DIR/checkpoints/last.safetensors and RUN_DIR/classes.csv)\n"
+    "  IMAGE_OR_DIR          image files and directories (walked recursively, sorted)\n"
+    "  -o, --output FILE     the CSV to write\n"
+    "  --image-size S        the crop size (default: the model's img_size)\n"
+    "  --batch-size N        images per forward pass (default 64)\n"
+    "  --device D            auto, cpu or cuda (default auto)\n"
+    "  --precision P         auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32 or bf16\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 done, 1 error (one line \"error: ...\" on stderr), 2 bad usage.\n";
+
+struct Arguments {
+  std::string checkpoint, output, device = "auto", precision = "auto";
+  std::vector<std::string> inputs;
+  int64_t image_size = 0, batch_size = 64;
+};
+
+struct UsageError {
+  std::string message;
+};
+
+int64_t positive(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value <= 0)
+    throw UsageError{option + " needs a positive integer, got '" + text + "'"};
+  return value;
+}
+
+Arguments parse_arguments(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw UsageError{arg + " needs a value"};
+      return std::string(argv[++i]);
+    };
+    if (arg == "--checkpoint") args.checkpoint = value();
+    else if (arg == "-o" || arg == "--output") args.output = value();
+    else if (arg == "--image-size") args.image_size = positive(value(), arg);
+    else if (arg == "--batch-size") args.batch_size = positive(value(), arg);
+    else if (arg == "--device") args.device = value();
+    else if (arg == "--precision") args.precision = value();
+    else if (arg.size() > 1 && arg[0] == '-') throw UsageError{"unknown option '" + arg + "'"};
+    else args.inputs.push_back(arg);
+  }
+  if (args.checkpoint.empty()) throw UsageError{"give --checkpoint RUN_DIR"};
+  if (args.inputs.empty()) throw UsageError{"no images given"};
+  if (args.output.empty()) throw UsageError{"no output file (-o predictions.csv)"};
+  return args;
+}
+
+// Cluster → class column for the known classes, from RUN_DIR/classes.csv (mcdl_train writes it).
+std::map<int64_t, std::string> known_classes(const std::string& checkpoint) {
+  const fs::path run = fs::is_directory(checkpoint) ? fs::path(checkpoint) : fs::path(checkpoint).parent_path().parent_path();
+  const fs::path path = run / "classes.csv";
+  std::map<int64_t, std::string> names;
+  if (!fs::exists(path)) {
+    std::fprintf(stderr, "mcdl_predict: %s is missing (a run older than mcdl_predict): the class column gives "
+                 "cluster-<k> for every cluster\n", path.c_str());
+    return names;
+  }
+  const tools::CsvTable table = tools::read_csv(path.string());
+  const int64_t cluster = table.require_column("cluster"), id = table.require_column("class_id"),
+                name = table.require_column("name");
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::string& given = table.rows[r][static_cast<size_t>(name)];
+    names[table.integer(static_cast<int64_t>(r), cluster, 0)] =
+        given.empty() ? "class-" + table.rows[r][static_cast<size_t>(id)] : given;
+  }
+  return names;
+}
+
+int run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  Arguments args;
+  try {
+    args = parse_arguments(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\nrun 'mcdl_predict --help' for usage\n", e.message.c_str());
+    return 2;
+  }
+  const Device device = select_device(args.device);
+  select_matmul_precision(args.precision, device);
+  const std::vector<std::string> images = list_image_files(args.inputs);
+  std::unique_ptr<SimGCDModel> model = load_checkpoint_model(args.checkpoint);
+  const std::map<int64_t, std::string> classes = known_classes(args.checkpoint);
+  model->set_requires_grad(false);
+  model->to(device);
+
+  FeatureOptions options;
+  options.image_size = args.image_size > 0 ? args.image_size : model->backbone.config().img_size;
+  options.batch_size = args.batch_size;
+  const std::vector<ImagePrediction> predictions = predict_images(*model, images, options);
+
+  std::string text = "path,cluster,class,probability\n";
+  char probability[32];
+  for (size_t i = 0; i < images.size(); ++i) {
+    const ImagePrediction& p = predictions[i];
+    const auto known = classes.find(p.cluster);
+    const std::string label = known != classes.end() ? known->second
+                              : classes.empty()      ? "cluster-" + std::to_string(p.cluster)
+                                                     : "new-" + std::to_string(p.cluster);
+    std::snprintf(probability, sizeof probability, "%.6f", p.probability);
+    text += csv_field(images[i]) + "," + std::to_string(p.cluster) + "," + csv_field(label) + "," + probability + "\n";
+  }
+  const std::string tmp = args.output + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    check(out.good(), "cannot write ", tmp, " (disk full or no permission?)");
+  }
+  fs::rename(tmp, args.output);
+  std::printf("mcdl_predict: %zu images, %zu known classes (%s) -> %s\n", images.size(), classes.size(),
+              device.str().c_str(), args.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return tools::run_tool(argc, argv, run); }
