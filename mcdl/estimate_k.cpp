@@ -7,11 +7,9 @@
 
 #include "engine/device.h"
 #include "engine/error.h"
-#include "engine/ops/linalg.h"
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/run_start.h"
-#include "mcdl/training_data.h"
 
 namespace mcdl {
 
@@ -110,10 +108,8 @@ KEstimate estimate_num_classes(const Tensor& features, const std::vector<int64_t
   return estimate;
 }
 
-KEstimate estimate_num_classes_for(const TrainConfig& config, int64_t k_min, int64_t k_max, int64_t restarts) {
-  const Device device = select_device(config.device);
-  select_matmul_precision(config.precision, device);
-  const TrainingData data = load_training_data(config);
+KEstimate estimate_num_classes_for(const TrainConfig& config, const TrainingData& data, Device device, int64_t k_min,
+                                   int64_t k_max, int64_t restarts) {
   const BackboneSource source = backbone_source(config);
   VisionTransformer backbone(source.config);
   backbone.initialize(config.seed);
@@ -147,6 +143,19 @@ KEstimate estimate_num_classes_for(const TrainConfig& config, int64_t k_min, int
                                 std::fprintf(stderr, "  K %lld  labelled accuracy %.4f\n",
                                              static_cast<long long>(k), accuracy);
                               });
+}
+
+int64_t resolve_clusters(TrainConfig& config, const TrainingData& data, Device device) {
+  if (config.clusters == -1) {
+    config.clusters = estimate_num_classes_for(config, data, device, data.num_old_classes(), config.k_max,
+                                               effective_kmeans_restarts(config))
+                          .k;
+    std::fprintf(stderr, "--clusters auto: %lld clusters\n", static_cast<long long>(config.clusters));
+  }
+  const int64_t clusters = config.clusters > 0 ? config.clusters : data.num_classes();
+  check(clusters >= data.num_old_classes(), "--clusters ", clusters, " is fewer than the ", data.num_old_classes(),
+        " labelled classes (each needs its own cluster)");
+  return clusters;
 }
 
 }  // namespace mcdl

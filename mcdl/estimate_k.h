@@ -11,6 +11,7 @@
 #include "engine/tensor.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/train_config.h"
+#include "mcdl/training_data.h"
 
 namespace mcdl {
 
@@ -36,10 +37,16 @@ KEstimate estimate_num_classes(const Tensor& features, const std::vector<int64_t
                                const KMeansOptions& kmeans_options,
                                const std::function<void(int64_t, double)>& on_candidate = {});
 
-// The estimate for a dataset as mcdl_train would read it (config: dataset, root, split, the
-// backbone from --weights or --model, device, precision, seed): the frozen backbone's
-// L2-normalised CLS features of every training image (test transform), k-means with `restarts`,
-// the labelled images' classes as the objective. Prints each K and its accuracy on stderr.
-KEstimate estimate_num_classes_for(const TrainConfig& config, int64_t k_min, int64_t k_max, int64_t restarts);
+// The estimate for a run's data (config: the backbone from --weights or --model, its seed, the
+// loader settings): the frozen backbone's L2-normalised CLS features of every training image
+// (test transform) on `device`, k-means with `restarts`, the labelled images' classes as the
+// objective. Prints each K and its accuracy on stderr.
+KEstimate estimate_num_classes_for(const TrainConfig& config, const TrainingData& data, Device device, int64_t k_min,
+                                   int64_t k_max, int64_t restarts);
+
+// The model's number of clusters for a run (--clusters): the dataset's K, the number given, or
+// with auto the estimate, which is written back into config.clusters (config.json records it).
+// At least the number of labelled classes.
+int64_t resolve_clusters(TrainConfig& config, const TrainingData& data, Device device);
 
 }  // namespace mcdl

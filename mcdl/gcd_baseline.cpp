@@ -22,6 +22,7 @@
 #include "layers/vision_transformer.h"
 #include "mcdl/epoch_loop.h"
 #include "mcdl/epoch_plan.h"
+#include "mcdl/estimate_k.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/frozen_backbone.h"
 #include "mcdl/kmeans.h"
@@ -101,6 +102,7 @@ class GcdRun {
   Device device_;
   RunDirectory run_;
   TrainingData data_;
+  int64_t clusters_ = 0;  // ss-k-means' K (--clusters)
   std::unique_ptr<VisionTransformer> backbone_;
   std::string frozen_fingerprint_;  // of its frozen blocks, as built (mcdl/frozen_backbone.h)
   std::unique_ptr<GcdHead> head_;
@@ -116,6 +118,7 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
       run_(config_.out),
       data_(load_training_data(config_)) {
   config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
+  clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);
   build_model();
   make_optimizer();
@@ -226,7 +229,7 @@ void GcdRun::cluster(MetricsRow& row, std::string& summary) {
     labelled_classes.push_back(data_.label(data_.labelled[static_cast<size_t>(i)]));
   }
   KMeansOptions options;
-  options.k = data_.num_classes();
+  options.k = clusters_;
   options.restarts = effective_kmeans_restarts(config_);
   options.max_iters = effective_kmeans_iters(config_);
   options.seed = config_.seed;

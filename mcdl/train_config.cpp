@@ -75,7 +75,10 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"image-size", "crop size S fed to the model; images are resized to int(S/0.875) first", &c.image_size},
       {"prop-labelled", "fraction of the old-class training images that are labelled", &c.prop_labelled},
       {"max-train", "use only the first N training images (0: all)", &c.max_train},
-      {"num-classes", "total number of classes K (folder layout)", &c.num_classes},
+      {"num-classes", "total number of classes K (folder layout); 'auto' is --clusters auto", &c.num_classes},
+      {"clusters", "the model's number of clusters: 0 the dataset's K, N, or 'auto': estimated from the labelled "
+                   "images as ./mcdl_estimate_k does (config.json records the number)", &c.clusters},
+      {"k-max", "the largest K --clusters auto tries", &c.k_max},
       {"workers", "data loader threads (-1: automatic: none on the CPU, all cores but one with a GPU)", &c.workers},
       {"cache-mem", "image cache memory budget in MiB (0: a quarter of the RAM)", &c.cache_mem_mb},
       {"cache-dir", "keep the decoded, resized images here so later runs skip decoding", &c.cache_dir},
@@ -126,6 +129,12 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
 }
 
 void set_config_option(TrainConfig& config, const std::string& name, const std::string& value) {
+  // An unknown number of classes: the model's clusters are estimated (the dataset's K, where it
+  // has one, stays what it is: it scores the run).
+  if ((name == "clusters" || name == "num-classes") && value == "auto") {
+    config.clusters = -1;
+    return;
+  }
   set_option(config_options(config), name, value);
 }
 
@@ -189,6 +198,7 @@ void validate_config(const TrainConfig& c) {
   check(c.eval_subset >= 0, "--eval-subset must not be negative");
   check(c.eval_every >= 0, "--eval-every must not be negative");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
+  check(c.clusters >= -1 && c.k_max >= 1, "--clusters must be auto, 0 or a positive number, --k-max positive");
   check((c.kmeans_restarts >= 1 || c.kmeans_restarts == -1) && (c.kmeans_iters >= 1 || c.kmeans_iters == -1),
         "--kmeans-restarts and --kmeans-iters must be positive (or -1: the method's value)");
   check(c.gcd_head_out >= 1, "--gcd-head-out must be positive");

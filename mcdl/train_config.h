@@ -36,6 +36,10 @@ struct TrainConfig {
   double prop_labelled = 0.5;          // fraction of old-class training images that are labelled
   int64_t max_train = 0;               // keep the first N training images (0: all)
   int64_t num_classes = 0;             // K for the folder layout
+  // The model's number of clusters: 0, the dataset's K; -1 ("auto"), estimated before training as
+  // GCD does (mcdl/estimate_k.h) over [the labelled classes, k_max]; config.json records the number.
+  int64_t clusters = 0;
+  int64_t k_max = 1000;
   int64_t workers = -1;                // loader threads (-1: automatic, 0: none)
   int64_t cache_mem_mb = 0;            // image cache budget in MiB (0: a quarter of the RAM)
   std::string cache_dir;               // keep the decoded image cache here across runs

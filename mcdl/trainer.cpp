@@ -24,6 +24,7 @@
 #include "layers/simgcd_model.h"
 #include "mcdl/credibility.h"
 #include "mcdl/epoch_loop.h"
+#include "mcdl/estimate_k.h"
 #include "mcdl/frozen_backbone.h"
 #include "mcdl/epoch_plan.h"
 #include "mcdl/evaluator.h"
@@ -91,6 +92,7 @@ class Trainer {
   Device device_;
   RunDirectory run_;
   TrainingData data_;
+  int64_t clusters_ = 0;  // the head's outputs (--clusters)
   std::unique_ptr<SimGCDModel> model_;
   std::string frozen_fingerprint_;  // of the backbone's frozen blocks, as built (mcdl/frozen_backbone.h)
   std::unique_ptr<Sgd> optimizer_;
@@ -119,8 +121,9 @@ Trainer::Trainer(TrainConfig config, bool resume)
       run_(config_.out),
       data_(load_training_data(config_)) {
   config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
+  clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);
-  model_ = build_model(config_, data_.num_classes());
+  model_ = build_model(config_, clusters_);
   frozen_fingerprint_ = frozen_fingerprint(model_->backbone);
   model_->to(device_);
   make_optimizer();
@@ -133,8 +136,8 @@ Trainer::Trainer(TrainConfig config, bool resume)
   loss_config_.sup_weight = config_.sup_weight;
   if (method_ == Method::simgcd_mcdl) {
     const int64_t n = static_cast<int64_t>(data_.unlabelled.size());
-    bank_weak_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
-    bank_strong_ = std::make_unique<MemoryBank>(n, data_.num_classes(), config_.mu, device_);
+    bank_weak_ = std::make_unique<MemoryBank>(n, clusters_, config_.mu, device_);
+    bank_strong_ = std::make_unique<MemoryBank>(n, clusters_, config_.mu, device_);
   }
   EvaluationOptions eval_options;
   eval_options.image_size = config_.image_size;
@@ -344,7 +347,7 @@ RunSummary Trainer::run_kmeans() {
   const auto start = Clock::now();
   const Tensor features = eval_->features(model_->backbone, true);
   KMeansOptions options;
-  options.k = data_.num_classes();
+  options.k = clusters_;
   options.restarts = effective_kmeans_restarts(config_);
   options.max_iters = effective_kmeans_iters(config_);
   options.seed = config_.seed;

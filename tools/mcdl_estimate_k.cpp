@@ -4,9 +4,12 @@
 #include <cstring>
 #include <string>
 
+#include "engine/device.h"
 #include "engine/error.h"
+#include "engine/ops/linalg.h"
 #include "mcdl/estimate_k.h"
 #include "mcdl/train_config.h"
+#include "mcdl/training_data.h"
 #include "tools/common/cli.h"
 
 namespace {
@@ -47,7 +50,10 @@ int run(int argc, char** argv) {
   mcdl::check(restarts >= 1 && k_min >= 1 && k_max >= k_min, "--restarts and --k-min must be at least 1 and ",
               "--k-max at least --k-min");
   mcdl::validate_config(config);
-  const mcdl::KEstimate estimate = mcdl::estimate_num_classes_for(config, k_min, k_max, restarts);
+  const mcdl::Device device = mcdl::select_device(config.device);
+  mcdl::select_matmul_precision(config.precision, device);
+  const mcdl::TrainingData data = mcdl::load_training_data(config);
+  const mcdl::KEstimate estimate = mcdl::estimate_num_classes_for(config, data, device, k_min, k_max, restarts);
   std::printf("estimated K = %lld (labelled accuracy %.4f; %zu values of K tried)\n",
               static_cast<long long>(estimate.k), estimate.labelled_accuracy.at(estimate.k),
               estimate.labelled_accuracy.size());

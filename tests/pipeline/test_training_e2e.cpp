@@ -130,6 +130,30 @@ TEST_CASE("e2e: checkpoints leave the frozen blocks out; a resume on other froze
   fs::remove_all(base);
 }
 
+TEST_CASE("e2e: --clusters sets the head's size, auto estimates it from the labelled images") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-clusters-" + std::to_string(::getpid()));
+  TrainConfig c = tiny_config(base / "eight", "simgcd");
+  c.epochs = 2;
+  c.clusters = 8;  // more clusters than the 6 classes: scored by the Hungarian match all the same
+  const RunSummary eight = run_training(c, false);
+  CHECK(eight.accuracy.all > 0.0);
+  const SafetensorsFile file = load_safetensors((base / "eight/checkpoints/last.safetensors").string());
+  CHECK(file.tensors.at("model.head.last_layer.weight_v").size(0) == 8);
+
+  c = tiny_config(base / "auto", "simgcd");
+  c.epochs = 1;
+  set_config_option(c, "num-classes", "auto");
+  CHECK(c.clusters == -1);
+  run_training(c, false);
+  const int64_t estimated = config_from_json_file((base / "auto/config.json").string()).clusters;
+  CHECK(estimated >= testing::kSquareOldClasses);  // recorded, at least the labelled classes
+
+  c = tiny_config(base / "two", "simgcd");
+  c.clusters = 2;
+  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("fewer than the 3 labelled classes"));
+  fs::remove_all(base);
+}
+
 TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend") {
   const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-cuda-" + std::to_string(::getpid()));
   auto run = [&](const std::string& device) {
