@@ -9,6 +9,7 @@
 #include "data/datasets.h"
 #include "engine/error.h"
 #include "tools/common/cli.h"
+#include "tools/common/run_report.h"
 #include "mcdl/train_config.h"
 #include "mcdl/trainer.h"
 
@@ -99,6 +100,8 @@ int run(int argc, char** argv) {
   const mcdl::RunSummary summary = mcdl::run_training(config, resume);
   std::printf("final  All %.2f  Old %.2f  New %.2f  (%.0f s)\n", 100 * summary.accuracy.all,
               100 * summary.accuracy.old_classes, 100 * summary.accuracy.new_classes, summary.seconds);
+  // The pictures of the run: curves.svg and report.html (config.out is the run directory, resumed too).
+  std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
   return 0;
 }
 

@@ -1,0 +1,56 @@
+// mcdl_report's pictures of a run: curves.svg draws every per-epoch column of metrics.csv in
+// its panel (a missing value breaks its line), report.html holds the charts, the last epoch and
+// the settings; a directory without metrics is refused.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/synthetic_folder_dataset.h"
+#include "tools/common/run_report.h"
+#include "tools/common/svg_chart.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("svg charts: one polyline per run of values, legends, a NaN breaks the line") {
+  const std::string svg = tools::line_charts_svg(
+      {1, 2, 3, 4}, {{"Accuracy", {{"all", {0.5, 0.6, 0.7, 0.8}}, {"new", {0.4, std::nan(""), 0.6, 0.7}}}},
+                     {"Loss", {{"loss", {3, 2, 1.5, 1}}}}});
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(count(svg, "<polyline") == 3);  // all, new from epoch 3 (its first value stands alone), loss
+  CHECK(count(svg, "<circle") == 11);   // a marker per value, the NaN none
+  for (const char* label : {">Accuracy<", ">Loss<", ">all<", ">new<", ">loss<"}) CHECK(svg.find(label) != std::string::npos);
+}
+
+TEST_CASE("mcdl_report: curves.svg and report.html in the run directory") {
+  const fs::path run = fs::temp_directory_path() / ("mcdl-report-" + std::to_string(::getpid()));
+  fs::create_directories(run);
+  std::ofstream(run / "metrics.csv") << "epoch,lr,loss,cls,l_sup,all,old,new,high,medium,low,high_pseudo_acc,seconds\n"
+                                        "0,0.1,5.1,2.0,0,0.40,0.5,0.35,0,0,100,nan,1.5\n"
+                                        "1,0.05,4.2,1.1,0.3,0.55,0.6,0.52,20,5,75,0.8,1.4\n";
+  std::ofstream(run / "config.json") << R"({"dataset": "folder", "method": "simgcd+mcdl", "epochs": 2})";
+  const std::string html_path = tools::write_run_report(run.string());
+  const std::string svg = testing::read_text(run / "curves.svg"), html = testing::read_text(html_path);
+  CHECK(count(svg, "<polyline") == 3 + 3 + 3 + 0);  // accuracy, losses, buckets; one pseudo-accuracy value
+  CHECK(svg.find("Pseudo-label accuracy") != std::string::npos);
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK(html.find("<th>method</th><td>simgcd+mcdl</td>") != std::string::npos);
+  CHECK(html.find("<th>all</th><td>0.55</td>") != std::string::npos);
+  CHECK_THROWS_WITH(tools::write_run_report((run / "nothing").string()), doctest::Contains("has no metrics.csv"));
+  fs::remove_all(run);
+}

@@ -1,0 +1,23 @@
+// Line charts as standalone SVG for mcdl_report: panels stacked vertically, each with its own
+// y range, a shared x axis (epochs), gridlines with tick labels, one coloured polyline per
+// series and a legend. Missing values (NaN) break a line. No dependency: plain text.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace mcdl::tools {
+
+struct Series {
+  std::string name;
+  std::vector<double> y;  // one value per x; NaN where missing
+};
+
+struct Panel {
+  std::string title;
+  std::vector<Series> series;
+};
+
+// The x values (epochs) are shared by every panel's series.
+std::string line_charts_svg(const std::vector<double>& x, const std::vector<Panel>& panels);
+
+}  // namespace mcdl::tools
