@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "data/decode.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tools/common/run_report.h"
 #include "tools/common/svg_chart.h"
@@ -51,6 +52,25 @@ TEST_CASE("mcdl_report: curves.svg and report.html in the run directory") {
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(html.find("<th>method</th><td>simgcd+mcdl</td>") != std::string::npos);
   CHECK(html.find("<th>all</th><td>0.55</td>") != std::string::npos);
+  CHECK_FALSE(fs::exists(run / "confusion.png"));  // no predictions.csv yet
+
+  // Three classes (0 and 1 old) predicted as clusters 2, 0, 1, class 1 once in cluster 2: the
+  // Hungarian order puts each class's cluster on the diagonal.
+  std::ofstream(run / "predictions.csv") << "id,prediction,label,old\n1,2,0,old\n2,2,0,old\n3,0,1,old\n4,0,1,old\n"
+                                            "5,2,1,old\n6,1,2,new\n7,1,2,new\n8,5,-1,unknown\n";
+  tools::write_run_report(run.string());
+  const Image confusion = decode_image((run / "confusion.png").string());
+  const int64_t cell = 600 / 3;  // 3 classes, 3 clusters (the unlabelled row's cluster 5 is not scored)
+  CHECK(confusion.height == 3 * cell);
+  CHECK(confusion.width == 3 * cell);
+  auto red = [&](int64_t row, int64_t column) { return confusion.at(row * cell + cell / 2, column * cell + cell / 2, 0); };
+  CHECK(red(0, 0) < 40);                 // class 0 wholly in its cluster
+  CHECK(red(1, 1) < red(1, 0));          // class 1: two thirds in its own, a third in class 0's
+  CHECK(red(1, 0) < 255);
+  CHECK(red(2, 2) < 40);
+  CHECK(red(0, 1) == 255);
+  CHECK(confusion.at(2 * cell, 5, 0) == 220);  // the red line under the old classes
+  CHECK(testing::read_text(run / "report.html").find("confusion.png") != std::string::npos);
   CHECK_THROWS_WITH(tools::write_run_report((run / "nothing").string()), doctest::Contains("has no metrics.csv"));
   fs::remove_all(run);
 }
