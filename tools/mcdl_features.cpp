@@ -56,19 +56,6 @@ struct Arguments {
   bool raw = false;
 };
 
-// A bad command line: exit status 2.
-struct UsageError {
-  std::string message;
-};
-
-int64_t positive(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value <= 0)
-    throw UsageError{option + " needs a positive integer, got '" + text + "'"};
-  return value;
-}
-
 // FEATURES.npy → FEATURES.txt (FEATURES → FEATURES.txt).
 std::string list_path(const std::string& output) {
   return std::filesystem::path(output).replace_extension(".txt").string();
@@ -79,7 +66,7 @@ Arguments parse_arguments(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&] {
-      if (i + 1 >= argc) throw UsageError{arg + " needs a value"};
+      if (i + 1 >= argc) throw tools::UsageError{arg + " needs a value"};
       return std::string(argv[++i]);
     };
     if (arg == "--weights") {
@@ -91,9 +78,9 @@ Arguments parse_arguments(int argc, char** argv) {
     } else if (arg == "-o" || arg == "--output") {
       args.output = value();
     } else if (arg == "--image-size") {
-      args.image_size = positive(value(), arg);
+      args.image_size = tools::positive_integer(value(), arg);
     } else if (arg == "--batch-size") {
-      args.batch_size = positive(value(), arg);
+      args.batch_size = tools::positive_integer(value(), arg);
     } else if (arg == "--device") {
       args.device = value();
     } else if (arg == "--precision") {
@@ -101,19 +88,19 @@ Arguments parse_arguments(int argc, char** argv) {
     } else if (arg == "--raw") {
       args.raw = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
-      throw UsageError{"unknown option '" + arg + "'"};
+      throw tools::UsageError{"unknown option '" + arg + "'"};
     } else {
       args.inputs.push_back(arg);
     }
   }
   if (args.weights.empty() == args.checkpoint.empty())
-    throw UsageError{"give either --weights FILE or --checkpoint RUN_DIR"};
+    throw tools::UsageError{"give either --weights FILE or --checkpoint RUN_DIR"};
   if (!args.config.empty() && args.weights.empty())
-    throw UsageError{"--config goes with --weights (a checkpoint stores its configuration)"};
-  if (args.inputs.empty()) throw UsageError{"no images given"};
-  if (args.output.empty()) throw UsageError{"no output file (-o FEATURES.npy)"};
+    throw tools::UsageError{"--config goes with --weights (a checkpoint stores its configuration)"};
+  if (args.inputs.empty()) throw tools::UsageError{"no images given"};
+  if (args.output.empty()) throw tools::UsageError{"no output file (-o FEATURES.npy)"};
   if (list_path(args.output) == args.output)
-    throw UsageError{"-o " + args.output + ": the image list goes to the .txt file of that name; name the output .npy"};
+    throw tools::UsageError{"-o " + args.output + ": the image list goes to the .txt file of that name; name the output .npy"};
   return args;
 }
 
@@ -139,7 +126,7 @@ int run(int argc, char** argv) {
   Arguments args;
   try {
     args = parse_arguments(argc, argv);
-  } catch (const UsageError& e) {
+  } catch (const tools::UsageError& e) {
     std::fprintf(stderr, "error: %s\nrun 'mcdl_features --help' for usage\n", e.message.c_str());
     return 2;
   }

@@ -48,38 +48,26 @@ struct Arguments {
   int64_t image_size = 0, batch_size = 64;
 };
 
-struct UsageError {
-  std::string message;
-};
-
-int64_t positive(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value <= 0)
-    throw UsageError{option + " needs a positive integer, got '" + text + "'"};
-  return value;
-}
-
 Arguments parse_arguments(int argc, char** argv) {
   Arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&] {
-      if (i + 1 >= argc) throw UsageError{arg + " needs a value"};
+      if (i + 1 >= argc) throw tools::UsageError{arg + " needs a value"};
       return std::string(argv[++i]);
     };
     if (arg == "--checkpoint") args.checkpoint = value();
     else if (arg == "-o" || arg == "--output") args.output = value();
-    else if (arg == "--image-size") args.image_size = positive(value(), arg);
-    else if (arg == "--batch-size") args.batch_size = positive(value(), arg);
+    else if (arg == "--image-size") args.image_size = tools::positive_integer(value(), arg);
+    else if (arg == "--batch-size") args.batch_size = tools::positive_integer(value(), arg);
     else if (arg == "--device") args.device = value();
     else if (arg == "--precision") args.precision = value();
-    else if (arg.size() > 1 && arg[0] == '-') throw UsageError{"unknown option '" + arg + "'"};
+    else if (arg.size() > 1 && arg[0] == '-') throw tools::UsageError{"unknown option '" + arg + "'"};
     else args.inputs.push_back(arg);
   }
-  if (args.checkpoint.empty()) throw UsageError{"give --checkpoint RUN_DIR"};
-  if (args.inputs.empty()) throw UsageError{"no images given"};
-  if (args.output.empty()) throw UsageError{"no output file (-o predictions.csv)"};
+  if (args.checkpoint.empty()) throw tools::UsageError{"give --checkpoint RUN_DIR"};
+  if (args.inputs.empty()) throw tools::UsageError{"no images given"};
+  if (args.output.empty()) throw tools::UsageError{"no output file (-o predictions.csv)"};
   return args;
 }
 
@@ -113,7 +101,7 @@ int run(int argc, char** argv) {
   Arguments args;
   try {
     args = parse_arguments(argc, argv);
-  } catch (const UsageError& e) {
+  } catch (const tools::UsageError& e) {
     std::fprintf(stderr, "error: %s\nrun 'mcdl_predict --help' for usage\n", e.message.c_str());
     return 2;
   }

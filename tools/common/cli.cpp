@@ -1,6 +1,7 @@
 #include "tools/common/cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 namespace mcdl::tools {
@@ -12,6 +13,14 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
+}
+
+int64_t positive_integer(const std::string& text, const std::string& option) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || value <= 0)
+    throw UsageError{option + " needs a positive integer, got '" + text + "'"};
+  return value;
 }
 
 }  // namespace mcdl::tools
