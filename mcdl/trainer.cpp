@@ -16,6 +16,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops.h"
+#include "io/npy.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
 #include "engine/profile.h"
@@ -278,7 +279,11 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
               percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str(),
               validation.c_str());
   std::fflush(stdout);
-  if (final) write_predictions(predictions);
+  if (!final) return;
+  write_predictions(predictions);
+  // The evaluated images' backbone features, row for row with predictions.csv: mcdl_report's
+  // embedding (the frozen part is cached, so only the last block runs again).
+  write_npy(run_.file("features.npy"), eval_->features(model_->backbone, true));
 }
 
 // The validation columns (--val-classes): All / Old / New on the validation images with their own

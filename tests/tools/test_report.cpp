@@ -10,6 +10,8 @@
 #include <string>
 
 #include "data/decode.h"
+#include "engine/random.h"
+#include "io/npy.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tools/common/run_report.h"
 #include "tools/common/svg_chart.h"
@@ -71,6 +73,21 @@ TEST_CASE("mcdl_report: curves.svg and report.html in the run directory") {
   CHECK(red(0, 1) == 255);
   CHECK(confusion.at(2 * cell, 5, 0) == 220);  // the red line under the old classes
   CHECK(testing::read_text(run / "report.html").find("confusion.png") != std::string::npos);
+  CHECK_FALSE(fs::exists(run / "embedding.png"));  // no features.npy yet
+
+  // features.npy row for row with predictions.csv: the t-SNE picture. 8 rows, 4 dimensions.
+  std::vector<float> features;
+  RandomStream stream(1, stream_id("report-test"));
+  for (int i = 0; i < 8 * 4; ++i) features.push_back(static_cast<float>(stream.normal()));
+  write_npy((run / "features.npy").string(), from_vector(features, {8, 4}));
+  tools::write_run_report(run.string());
+  const Image embedding = decode_image((run / "embedding.png").string());
+  CHECK(embedding.width == 600);
+  CHECK(std::count(embedding.pixels.begin(), embedding.pixels.end(), uint8_t{255}) < 600 * 600 * 3);  // points drawn
+  CHECK(testing::read_text(run / "report.html").find("embedding.png") != std::string::npos);
+  write_npy((run / "features.npy").string(), from_vector(features, {4, 8}));
+  CHECK_THROWS_WITH(tools::write_run_report(run.string()), doctest::Contains("not from the same evaluation"));
+
   CHECK_THROWS_WITH(tools::write_run_report((run / "nothing").string()), doctest::Contains("has no metrics.csv"));
   fs::remove_all(run);
 }

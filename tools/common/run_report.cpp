@@ -8,7 +8,9 @@
 
 #include "data/decode.h"
 #include "engine/error.h"
+#include "io/npy.h"
 #include "mcdl/cluster_accuracy.h"
+#include "mcdl/tsne.h"
 #include "tools/common/csv_table.h"
 #include "tools/common/svg_chart.h"
 
@@ -118,6 +120,79 @@ bool write_confusion_png(const fs::path& run) {
   return true;
 }
 
+// embedding.png from features.npy (the evaluated images' features, row for row with
+// predictions.csv): t-SNE of at most 1,000 of them (evenly spaced), each point coloured by its
+// cluster, a square for a known-class image and a disc for a new-class one, with a black ring
+// where the cluster (v2-matched) is not its class. False when either file is missing.
+bool write_embedding_png(const fs::path& run) {
+  const fs::path features_path = run / "features.npy", predictions_path = run / "predictions.csv";
+  if (!fs::exists(features_path) || !fs::exists(predictions_path)) return false;
+  const Tensor features = read_npy(features_path.string()).to(DType::f64);
+  const CsvTable table = read_csv(predictions_path.string());
+  const int64_t n_all = features.size(0), d = features.size(1);
+  check(static_cast<int64_t>(table.rows.size()) == n_all, features_path.string(), " has ", n_all, " rows but ",
+        predictions_path.string(), " ", table.rows.size(), ": not from the same evaluation");
+  const int64_t prediction = table.require_column("prediction"), label = table.require_column("label"),
+                old = table.require_column("old");
+  std::vector<int64_t> truth, predicted;
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    truth.push_back(std::stoll(table.rows[r][static_cast<size_t>(label)]));
+    predicted.push_back(table.integer(static_cast<int64_t>(r), prediction, 0));
+  }
+  std::vector<int64_t> known_truth, known_predicted;
+  for (size_t r = 0; r < truth.size(); ++r)
+    if (truth[r] >= 0) known_truth.push_back(truth[r]), known_predicted.push_back(predicted[r]);
+  const std::vector<int64_t> class_of_cluster =
+      known_truth.empty() ? std::vector<int64_t>{} : v2_assignment(known_truth, known_predicted);
+
+  const int64_t n = std::min<int64_t>(n_all, 1000);
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < n; ++i) rows.push_back(i * n_all / n);
+  std::vector<double> x;
+  const double* data = features.data<double>();
+  for (int64_t r : rows) x.insert(x.end(), data + r * d, data + (r + 1) * d);
+  TsneOptions options;
+  options.perplexity = std::min(30.0, static_cast<double>(n - 1) / 3.0);
+  options.iterations = 750;
+  const std::vector<double> y = tsne_2d(x, n, d, options);
+
+  double x_low = INFINITY, x_high = -INFINITY, y_low = INFINITY, y_high = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    x_low = std::min(x_low, y[2 * i]), x_high = std::max(x_high, y[2 * i]);
+    y_low = std::min(y_low, y[2 * i + 1]), y_high = std::max(y_high, y[2 * i + 1]);
+  }
+  const int64_t size = 600, margin = 10;
+  Image image(size, size, 3);
+  std::fill(image.pixels.begin(), image.pixels.end(), uint8_t{255});
+  auto colour = [](int64_t cluster, int ch) {  // a spread of hues by the golden angle
+    const double h = std::fmod(static_cast<double>(cluster) * 0.618034, 1.0) * 6.0;
+    const double f = h - std::floor(h), q = 1 - f;
+    const double rgb[6][3] = {{1, f, 0}, {q, 1, 0}, {0, 1, f}, {0, q, 1}, {f, 0, 1}, {1, 0, q}};
+    return static_cast<uint8_t>(40 + 180 * rgb[static_cast<int>(h) % 6][ch]);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t row = static_cast<size_t>(rows[static_cast<size_t>(i)]);
+    const int64_t px = margin + static_cast<int64_t>((y[2 * i] - x_low) / std::max(x_high - x_low, 1e-12) * (size - 2 * margin - 1));
+    const int64_t py = margin + static_cast<int64_t>((y[2 * i + 1] - y_low) / std::max(y_high - y_low, 1e-12) * (size - 2 * margin - 1));
+    const bool is_old = table.rows[row][static_cast<size_t>(old)] == "old";
+    const int64_t c = predicted[row];
+    const bool wrong = truth[row] >= 0 && (c >= static_cast<int64_t>(class_of_cluster.size()) ||
+                                           class_of_cluster[static_cast<size_t>(c)] != truth[row]);
+    for (int64_t dy = -4; dy <= 4; ++dy)
+      for (int64_t dx = -4; dx <= 4; ++dx) {
+        const int64_t r2 = dx * dx + dy * dy;
+        const bool inside = is_old ? std::max(std::abs(dx), std::abs(dy)) <= 3 : r2 <= 9;
+        const bool ring = wrong && !inside && r2 <= 20;
+        if (!inside && !ring) continue;
+        const int64_t yy = py + dy, xx = px + dx;
+        if (yy < 0 || yy >= size || xx < 0 || xx >= size) continue;
+        for (int ch = 0; ch < 3; ++ch) image.at(yy, xx, ch) = ring ? 0 : colour(c, ch);
+      }
+  }
+  write_png((run / "embedding.png").string(), image);
+  return true;
+}
+
 }  // namespace
 
 std::string write_run_report(const std::string& run_dir) {
@@ -155,6 +230,10 @@ std::string write_run_report(const std::string& run_dir) {
     html += "<h2>Classes against clusters</h2>\n<p>The last evaluation: a row per class (old classes above the "
             "red line), a column per cluster in the order of the Hungarian match, darker = a larger share of the "
             "class.</p>\n<img src=\"confusion.png\" alt=\"confusion matrix\" style=\"image-rendering:pixelated\">\n";
+  if (write_embedding_png(run))
+    html += "<h2>The evaluated images' features (t-SNE)</h2>\n<p>Colour: the predicted cluster; squares: images of "
+            "known classes, discs: new classes; a black ring: the cluster (Hungarian-matched) is not the image's "
+            "class.</p>\n<img src=\"embedding.png\" alt=\"t-SNE embedding\">\n";
   const fs::path config_path = run / "config.json";
   if (fs::exists(config_path)) {
     std::ifstream in(config_path);
