@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +14,7 @@
 #include "data/decode.h"
 #include "engine/random.h"
 #include "io/npy.h"
+#include "mcdl/trainer.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tools/common/run_report.h"
 #include "tools/common/svg_chart.h"
@@ -90,4 +93,35 @@ TEST_CASE("mcdl_report: curves.svg and report.html in the run directory") {
 
   CHECK_THROWS_WITH(tools::write_run_report((run / "nothing").string()), doctest::Contains("has no metrics.csv"));
   fs::remove_all(run);
+}
+
+TEST_CASE("report.html of a trained run renders in headless Chromium, without console errors" *
+          doctest::test_suite("slow")) {
+  std::string browser;
+  for (const char* candidate : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
+    if (fs::exists(candidate)) browser = candidate;
+  REQUIRE_MESSAGE(!browser.empty(), "this test needs Debian's chromium: apt-get install chromium");
+  const fs::path scratch = fs::temp_directory_path() / ("mcdl-report-browser-" + std::to_string(::getpid()));
+  TrainConfig c = testing::squares_run_config(testing::coloured_squares_dataset("report"), scratch / "run");
+  c.method = "simgcd+mcdl";
+  c.epochs = 3;
+  c.mu = 1;
+  c.mcdl_start = 1;
+  run_training(c, false);
+  const std::string html = tools::write_run_report(c.out);
+  for (const char* picture : {"curves.svg", "confusion.png", "embedding.png"}) CHECK(fs::exists(fs::path(c.out) / picture));
+
+  const fs::path shot = scratch / "shot.png", log = scratch / "chromium.log";
+  const std::string command = browser + " --headless --no-sandbox --disable-gpu --hide-scrollbars "
+                              "--window-size=1000,3000 --enable-logging=stderr --v=0 --screenshot=" + shot.string() +
+                              " file://" + fs::absolute(html).string() + " > /dev/null 2> " + log.string();
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string messages = testing::read_text(log);
+  INFO("chromium: ", messages);
+  CHECK(messages.find("CONSOLE") == std::string::npos);  // no console message: no script or load error
+  CHECK(messages.find("Failed to load") == std::string::npos);
+  const Image page = decode_image(shot.string());
+  const auto white = std::count(page.pixels.begin(), page.pixels.end(), uint8_t{255});
+  CHECK(static_cast<double>(white) < 0.97 * static_cast<double>(page.pixels.size()));  // not blank
+  fs::remove_all(scratch);
 }
