@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <string>
@@ -31,26 +32,22 @@ int guarded(Parse&& parse) {
 // for the parsers that read only from a path. Removed at exit.
 inline const std::string& scratch_dir() {
   static const std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string root = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (base != nullptr ? base : "/tmp");
-    std::string path = root + "/mcdl_fuzz_" + std::to_string(getpid());
-    std::string command = "mkdir -p '" + path + "'";
-    if (std::system(command.c_str()) != 0) std::abort();
-    static std::string remove = "rm -rf '" + path + "'";
-    std::atexit([] { [[maybe_unused]] int rc = std::system(remove.c_str()); });
-    return path;
+    const std::filesystem::path root =
+        std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+    const std::filesystem::path path = root / ("mcdl_fuzz_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+    static const std::filesystem::path remove = path;
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(remove, ignored);
+    });
+    return path.string();
   }();
   return dir;
 }
 
 // Creates scratch_dir()/name (and its parents) if missing.
-inline void make_scratch_dir(const std::string& name) {
-  const std::string command = "mkdir -p '" + scratch_dir() + "/" + name + "'";
-  static std::string made;
-  if (made.find("|" + name + "|") != std::string::npos) return;
-  if (std::system(command.c_str()) != 0) std::abort();
-  made += "|" + name + "|";
-}
+inline void make_scratch_dir(const std::string& name) { std::filesystem::create_directories(scratch_dir() + "/" + name); }
 
 // Writes `bytes` as scratch_dir()/name and returns its path.
 inline std::string write_scratch(const std::string& name, std::span<const uint8_t> bytes) {
