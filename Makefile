@@ -180,7 +180,7 @@ $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
-	rm -rf $(BUILD) $(TOOL_BINS)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(TOOL_BINS)
 
 -include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d $(BUILD)/tools/bench_step.d
 
