@@ -50,6 +50,41 @@ void check_pnm_header(std::span<const uint8_t> bytes, const std::string& what) {
   }
 }
 
+// stb_image's JPEG reader builds each Huffman table into a 257-entry array before checking
+// that the table's 16 code counts add up to at most 256 (a write past the array, found by
+// fuzz_decode). Refuses such a DHT segment before stb reads it, walking the markers as stb does:
+// segments with a length, entropy-coded data after SOS up to the next marker, DHT tables of a
+// class/id byte, 16 counts and that many symbols, read while the segment length is not used up.
+void check_jpeg_huffman_tables(std::span<const uint8_t> bytes, const std::string& what) {
+  if (bytes.size() < 2 || bytes[0] != 0xff || bytes[1] != 0xd8) return;
+  size_t at = 2;
+  while (at + 1 < bytes.size()) {
+    if (bytes[at] != 0xff) {  // entropy-coded data (after SOS): up to the next real marker
+      ++at;
+      continue;
+    }
+    while (at < bytes.size() && bytes[at] == 0xff) ++at;
+    if (at >= bytes.size()) return;
+    const uint8_t marker = bytes[at++];
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue;  // no segment
+    if (marker == 0xd9 || at + 2 > bytes.size()) return;                                     // EOI, or truncated
+    const size_t length = size_t{bytes[at]} << 8 | bytes[at + 1];
+    if (marker == 0xc4) {
+      int64_t left = static_cast<int64_t>(length) - 2;
+      size_t table = at + 2;
+      while (left > 0 && table + 17 <= bytes.size()) {
+        size_t count = 0;
+        for (size_t i = 1; i <= 16; ++i) count += bytes[table + i];
+        check(count <= 256, "decode_image: cannot decode '", what, "': a JPEG Huffman table of ", count,
+              " codes (at most 256; corrupt file)");
+        left -= static_cast<int64_t>(17 + count);
+        table += 17 + count;
+      }
+    }
+    at += length;
+  }
+}
+
 void check_channels(int64_t channels, const std::string& what) {
   check(channels == 3 || channels == 1, "decode_image: channels must be 3 or 1, got ", channels, " for '", what, "'");
 }
@@ -76,6 +111,7 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
   check_channels(channels, path);
   check(bytes.size() <= static_cast<size_t>(INT32_MAX), "decode_image: '", path, "' is larger than 2 GiB");
   check_pnm_header(bytes, path);
+  check_jpeg_huffman_tables(bytes, path);
   const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, file_channels = 0;
   // The header's size first, so that a bomb is refused before stb allocates for it.

@@ -90,6 +90,17 @@ TEST_CASE("decode_image: a PNM header number stb would overflow on, and the pixe
   CHECK(image.pixels == std::vector<uint8_t>{0x10, 0x20});
 }
 
+TEST_CASE("decode_image: a JPEG Huffman table of more than 256 codes is refused before stb builds it") {
+  // Inputs of fuzz_decode start with its channel byte.
+  const std::vector<uint8_t> bad = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_counts_over_256");
+  CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({bad.data() + 1, bad.size() - 1}, "x.jpg"),
+                       doctest::Contains("a JPEG Huffman table of 507 codes (at most 256"), mcdl::Error);
+  const std::vector<uint8_t> good = file_bytes("tests/fuzz/corpus/decode/python.jpg");
+  const mcdl::Image image = mcdl::decode_image_bytes({good.data() + 1, good.size() - 1}, "python.jpg");
+  CHECK(image.width > 0);
+  CHECK(image.height > 0);
+}
+
 TEST_CASE("read_maybe_gzipped: decompressed data beyond the limit is an error") {
   const fs::path path = fs::temp_directory_path() / ("mcdl-gzip-limit-" + std::to_string(::getpid()) + ".gz");
   {
