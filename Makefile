@@ -34,7 +34,8 @@ CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcub
 LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp io/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp data/*/*.cpp mcdl/*.cpp mcdl/*/*.cpp)
 CUDA_SRCS := $(wildcard kernels/cuda/*.cu)
 TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
-TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS),$(wildcard tests/*.cpp tests/*/*.cpp))
+# tests/fuzz/ holds the libFuzzer targets (`make fuzz`), built with clang elsewhere.
+TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS) tests/fuzz/%,$(wildcard tests/*.cpp tests/*/*.cpp))
 # Kernels that exist only to test the emulator itself: built with g++ into mcdl_tests.
 TEST_CUDA_SRCS := $(wildcard tests/*/*.cu)
 # The native GPU suite: every kernel parity test, plus the method's kernels (memory banks, losses)
@@ -179,7 +180,7 @@ $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
-	rm -rf $(BUILD) $(TOOL_BINS)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(TOOL_BINS)
 
 -include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d $(BUILD)/tools/bench_step.d
 
@@ -195,3 +196,49 @@ bench-augment: $(BENCH_AUGMENT)
 $(BENCH_AUGMENT): $(BUILD)/tools/bench_augment.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
 	$(CXX) $(BUILD)/tools/bench_augment.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
 -include $(BUILD)/tools/bench_augment.d
+
+# ---- Fuzzing: `make fuzz FUZZ_SECONDS=N` -------------------------------------------------------
+# libFuzzer targets (tests/fuzz/fuzz_<name>.cpp) for the parsers of outside bytes, built with
+# clang++ and AddressSanitizer + UndefinedBehaviorSanitizer into build-fuzz/ (never mixed with
+# build/). Each runs FUZZ_SECONDS over a scratch copy of its seed corpus (tests/fuzz/corpus/<name>)
+# plus its regression inputs (tests/fuzz/regressions/<name>); any crash, sanitizer report,
+# timeout or out-of-memory fails the run and leaves the input in build-fuzz/artifacts/<name>/.
+FUZZ_CXX     ?= clang++
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CXXFLAGS := -std=c++20 -g -O1 -I. -isystem /usr/include/x86_64-linux-gnu/openblas-openmp -fopenmp \
+                 $(FUZZ_SANITIZE) -MMD -MP
+FUZZ_SRCS     := $(wildcard tests/fuzz/fuzz_*.cpp)
+FUZZ_BINS     := $(FUZZ_SRCS:tests/fuzz/%.cpp=$(FUZZ_BUILD)/%)
+# The library under test (the engine, io/ and data/; not layers/ or mcdl/, which no parser
+# needs), compiled with the sanitizers but without libFuzzer's main.
+FUZZ_LIB_SRCS := $(wildcard engine/*.cpp engine/*/*.cpp io/*.cpp data/*.cpp data/*/*.cpp) tools/common/csv_table.cpp
+FUZZ_LIB      := $(FUZZ_BUILD)/libmcdl_fuzz.a
+# The emulated CUDA runtime the tensor code links against (device copies, conversions, profile
+# ranges; never reached from the parsers, whose tensors live on the CPU). clang 14 cannot compile
+# the emulator (no std::source_location), so these are built with $(CXX) and uninstrumented.
+FUZZ_EMU_SRCS := kernels/cuda/runtime.cu kernels/cuda/copy.cu kernels/cuda/launch_config.cu
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_BUILD)/%.o) $(FUZZ_EMU_SRCS:%.cu=$(FUZZ_BUILD)/emu/%.o)
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+fuzz: $(FUZZ_BINS)
+	tools/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/%.o: %.cpp | check-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/emu/%.o: %.cu | check-deps
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O1 -g -fopenmp -I. -MMD -MP -x c++ -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB) $(LDLIBS) -o $@
+
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_BINS:=.d)

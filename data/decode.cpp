@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "engine/error.h"
 
@@ -25,16 +26,101 @@ inline uint8_t pil_luma(uint8_t r, uint8_t g, uint8_t b) {
   return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
 }
 
+// stb_image's PNM header reader accumulates digits in an int without an overflow check (signed
+// overflow, undefined behaviour) for numbers of 10 digits or more; no valid header has one (stb
+// refuses sides above 2^24, 8 digits). Refuses such a header before stb reads it, walking it as
+// stb does: "P5"/"P6", then width, height and maximum value, separated by whitespace and
+// '#' comments.
+void check_pnm_header(std::span<const uint8_t> bytes, const std::string& what) {
+  if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return;
+  const auto space = [](uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  size_t at = 2;
+  for (int number = 0; number < 3; ++number) {
+    while (at < bytes.size() && (space(bytes[at]) || bytes[at] == '#')) {
+      if (bytes[at] == '#') {
+        while (at < bytes.size() && bytes[at] != '\n' && bytes[at] != '\r') ++at;
+      } else {
+        ++at;
+      }
+    }
+    size_t digits = 0;
+    while (at < bytes.size() && bytes[at] >= '0' && bytes[at] <= '9') ++digits, ++at;
+    check(digits <= 8, "decode_image: cannot decode '", what, "': a PNM header number of ", digits,
+          " digits (corrupt file)");
+  }
+}
+
+// stb_image's JPEG reader builds each Huffman table into a 257-entry array before checking
+// that the table's 16 code counts add up to at most 256 (a write past the array, found by
+// fuzz_decode). Refuses such a DHT segment before stb reads it, walking the markers as stb does:
+// segments with a length, entropy-coded data after SOS up to the next marker, DHT tables of a
+// class/id byte, 16 counts and that many symbols, read while the segment length is not used up.
+void check_jpeg_huffman_tables(std::span<const uint8_t> bytes, const std::string& what) {
+  if (bytes.size() < 2 || bytes[0] != 0xff || bytes[1] != 0xd8) return;
+  size_t at = 2;
+  while (at + 1 < bytes.size()) {
+    if (bytes[at] != 0xff) {  // entropy-coded data (after SOS): up to the next real marker
+      ++at;
+      continue;
+    }
+    while (at < bytes.size() && bytes[at] == 0xff) ++at;
+    if (at >= bytes.size()) return;
+    const uint8_t marker = bytes[at++];
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue;  // no segment
+    if (marker == 0xd9 || at + 2 > bytes.size()) return;                                     // EOI, or truncated
+    const size_t length = size_t{bytes[at]} << 8 | bytes[at + 1];
+    if (marker == 0xc4) {
+      int64_t left = static_cast<int64_t>(length) - 2;
+      size_t table = at + 2;
+      while (left > 0 && table + 17 <= bytes.size()) {
+        size_t count = 0;
+        for (size_t i = 1; i <= 16; ++i) count += bytes[table + i];
+        check(count <= 256, "decode_image: cannot decode '", what, "': a JPEG Huffman table of ", count,
+              " codes (at most 256; corrupt file)");
+        left -= static_cast<int64_t>(17 + count);
+        table += 17 + count;
+      }
+    }
+    at += length;
+  }
+}
+
+void check_channels(int64_t channels, const std::string& what) {
+  check(channels == 3 || channels == 1, "decode_image: channels must be 3 or 1, got ", channels, " for '", what, "'");
+}
+
+void check_pixels(int width, int height, const std::string& what) {
+  check(static_cast<int64_t>(width) * height <= kMaxImagePixels, "decode_image: '", what, "' is ", width, " x ", height,
+        " pixels, more than the limit of ", kMaxImagePixels, " (8192 x 8192)");
+}
+
 }  // namespace
 
 Image decode_image(const std::string& path, int64_t channels) {
-  check(channels == 3 || channels == 1, "decode_image: channels must be 3 or 1, got ", channels, " for '", path, "'");
+  check_channels(channels, path);  // before any I/O
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) fail("decode_image: cannot open '", path, "': ", std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  uint8_t buffer[1 << 16];
+  for (size_t got; (got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0;) bytes.insert(bytes.end(), buffer, buffer + got);
+  if (std::ferror(file.get())) fail("decode_image: cannot read '", path, "': ", std::strerror(errno));
+  return decode_image_bytes(bytes, path, channels);
+}
+
+Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path, int64_t channels) {
+  check_channels(channels, path);
+  check(bytes.size() <= static_cast<size_t>(INT32_MAX), "decode_image: '", path, "' is larger than 2 GiB");
+  check_pnm_header(bytes, path);
+  check_jpeg_huffman_tables(bytes, path);
+  const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, file_channels = 0;
+  // The header's size first, so that a bomb is refused before stb allocates for it.
+  if (stbi_info_from_memory(bytes.data(), size, &width, &height, &file_channels)) check_pixels(width, height, path);
   // Native component count (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA; JPEG CMYK arrives as 3).
-  std::unique_ptr<stbi_uc, StbFree> data(stbi_load_from_file(file.get(), &width, &height, &file_channels, 0));
+  std::unique_ptr<stbi_uc, StbFree> data(
+      stbi_load_from_memory(bytes.data(), size, &width, &height, &file_channels, 0));
   if (!data) fail("decode_image: cannot decode '", path, "': ", stbi_failure_reason());
+  check_pixels(width, height, path);
 
   Image image(height, width, channels);
   const int64_t pixels = static_cast<int64_t>(height) * width;

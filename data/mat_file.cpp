@@ -22,7 +22,9 @@ enum MxClass : uint32_t { mxCELL = 1, mxSTRUCT = 2, mxCHAR = 4, mxDOUBLE = 6, mx
 
 constexpr size_t kHeaderBytes = 128;
 constexpr int kMaxDepth = 64;                                // nesting of cells / structs
-constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 31;  // per compressed variable
+// Per compressed variable: dataset annotations are a few MB; a small hostile file must not make
+// the reader allocate gigabytes.
+constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 28;
 
 struct Element {
   uint32_t type = 0;
@@ -156,7 +158,10 @@ std::string text_of(const Parser& p, const Element& e) {
     p.fail_at(e.offset, "char array: data type ", e.type, " is not a character type");
   std::string out;
   // 16-bit code units (BMP characters, as MATLAB writes them) or 8-bit characters.
-  for (double unit : numbers_of(p, e, "char array")) append_utf8(static_cast<uint32_t>(unit), out);
+  for (double unit : numbers_of(p, e, "char array")) {
+    if (unit < 0 || unit > 0xffff) p.fail_at(e.offset, "char array: character code ", unit, " outside 0..65535");
+    append_utf8(static_cast<uint32_t>(unit), out);
+  }
   return out;
 }
 
@@ -243,6 +248,9 @@ std::vector<uint8_t> inflate_element(const Parser& p, const Element& e) {
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended before the stream did
   }
   inflateEnd(&z);
+  if (status == Z_OK && out.size() >= kMaxDecompressedBytes)
+    p.fail_at(e.offset, "compressed element of ", e.size, " bytes decompresses to more than ", kMaxDecompressedBytes,
+              " bytes, the limit");
   if (status != Z_STREAM_END)
     p.fail_at(e.offset, "compressed element of ", e.size, " bytes is corrupt or truncated (zlib status ", status, ")");
   return out;

@@ -195,10 +195,17 @@ Tensor read_npy(const std::string& path) {
   } else {
     fail("read_npy: ", path, ": element type '", descr, "' (supported: '<f4', '<i8')");
   }
-  Tensor array = empty(shape, dtype, Device::cpu());
+  // The size the shape needs, checked against the file before anything is allocated: a hostile
+  // header can claim any shape.
+  uint64_t needed = dtype_size(dtype);
+  for (int64_t dim : shape) {
+    check(!__builtin_mul_overflow(needed, static_cast<uint64_t>(dim), &needed), "read_npy: ", path, ": the size of shape ",
+          shape_str(shape), " overflows");
+  }
   const size_t data_size = bytes.size() - prefix - length;
-  check(data_size == array.nbytes(), "read_npy: ", path, ": shape ", shape_str(shape), " of ", descr, " needs ",
-        array.nbytes(), " data bytes, the file has ", data_size);
+  check(data_size == needed, "read_npy: ", path, ": shape ", shape_str(shape), " of ", descr, " needs ", needed,
+        " data bytes, the file has ", data_size);
+  Tensor array = empty(shape, dtype, Device::cpu());
   if (data_size > 0) std::memcpy(array.raw_data(), bytes.data() + prefix + length, data_size);
   return array;
 }

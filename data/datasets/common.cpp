@@ -92,7 +92,7 @@ std::vector<std::string> image_files_under(const std::string& folder) {
   return files;
 }
 
-std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
+std::vector<uint8_t> read_maybe_gzipped(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   check(in.good(), "cannot open ", path);
   std::vector<uint8_t> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -105,7 +105,9 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
   int status = Z_OK;
   while (status == Z_OK) {
     const size_t have = out.size();
-    out.resize(have + std::max<size_t>(1 << 20, raw.size() * 2));
+    if (have > max_bytes) break;
+    // At most max_bytes + 1 in all: one byte past the limit shows that the data exceeds it.
+    out.resize(have + std::min(std::max<size_t>(1 << 20, raw.size() * 2), max_bytes + 1 - have));
     z.next_out = out.data() + have;
     z.avail_out = static_cast<uInt>(out.size() - have);
     status = inflate(&z, Z_NO_FLUSH);
@@ -113,6 +115,8 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;
   }
   inflateEnd(&z);
+  check(out.size() <= max_bytes, path, ": decompresses to more than ", max_bytes,
+        " bytes, the limit (a corrupt or hostile file?)");
   check(status == Z_STREAM_END, path, ": corrupt or truncated gzip data (zlib status ", status, " after ", out.size(),
         " bytes)");
   return out;

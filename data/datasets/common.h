@@ -37,8 +37,11 @@ FolderClasses list_class_folders(const std::string& root);
 std::vector<std::string> image_files_under(const std::string& folder);  // ImageFolder's order
 bool has_image_extension(const std::string& file_name);
 
-// The bytes of a file, gunzipped when its name ends in ".gz".
-std::vector<uint8_t> read_maybe_gzipped(const std::string& path);
+// The bytes of a file, gunzipped when its name ends in ".gz". Decompressed data beyond
+// `max_bytes` is an error naming the limit, so a small hostile .gz cannot demand gigabytes
+// (1 GiB by default; Fashion-MNIST's images are 47 MB).
+inline constexpr size_t kMaxGunzippedBytes = size_t{1} << 30;
+std::vector<uint8_t> read_maybe_gzipped(const std::string& path, size_t max_bytes = kMaxGunzippedBytes);
 
 std::vector<int64_t> iota_classes(int64_t begin, int64_t end);  // begin, ..., end - 1
 

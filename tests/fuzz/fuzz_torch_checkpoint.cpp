@@ -1,0 +1,4 @@
+// libFuzzer entry point for mcdl::fuzz::torch_checkpoint (tests/fuzz/targets.h).
+#include "tests/fuzz/targets.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return mcdl::fuzz::torch_checkpoint(data, size); }

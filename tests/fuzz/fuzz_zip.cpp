@@ -1,0 +1,4 @@
+// libFuzzer entry point for mcdl::fuzz::zip (tests/fuzz/targets.h).
+#include "tests/fuzz/targets.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return mcdl::fuzz::zip(data, size); }
