@@ -9,7 +9,8 @@
 # Without nvcc, the tools link the emulated library, which reports no device: a CPU-only build.
 # Parallel by default: one job per core unless the command line gives -j (make -j1 for a serial
 # build). A fresh clone's `make test` on 2 cores is otherwise dominated by one-at-a-time nvcc.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# A recursive make (test-asan) shares its parent's job slots instead.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 CXX      ?= g++
@@ -22,6 +23,10 @@ CXXFLAGS ?= -O2 -g
 OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 CXXFLAGS += -std=c++20 -fopenmp -Wall -Wextra -Werror -I. -isystem /usr/include/x86_64-linux-gnu/openblas-openmp -MMD -MP
 LDLIBS   += -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp -lz
+# Instrumentation for g++'s compiles and links only (never nvcc): empty except in `make test-asan`.
+SANITIZE ?=
+CXXFLAGS += $(SANITIZE)
+LDLIBS   += $(SANITIZE)
 
 NVCC := $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 NVCCFLAGS ?= -O3
@@ -76,7 +81,7 @@ endif
 # The default test run leaves out the exhaustive sweeps (doctest suite "slow").
 TEST_ARGS ?=
 
-.PHONY: all test test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
+.PHONY: all test test-asan test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
 all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH) $(STEP_BENCH)
 
 cuda-note:
@@ -91,6 +96,17 @@ ifneq ($(NVCC),)
 	@# The real nvcc binary too: natively where a GPU is present, otherwise it must say so and exit 0.
 	./$(GPU_TESTS) --test-suite-exclude=slow $(TEST_ARGS)
 endif
+
+# The same suite (CPU backend and emulated kernels) under AddressSanitizer and UBSan, built in its
+# own folder so that it never mixes with $(BUILD)/; any report fails the run. The tool tests run
+# the ordinary ./mcdl_* binaries (uninstrumented): only the test process itself is checked.
+ASAN_BUILD := build-asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+test-asan: $(TOOL_BINS)
+	@# CXXFLAGS through the environment, so that the Makefile's own flags (-std, -Werror, ...) still append.
+	CXXFLAGS="-O1 -g" $(MAKE) BUILD=$(ASAN_BUILD) SANITIZE="$(ASAN_FLAGS)" $(ASAN_BUILD)/mcdl_tests
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ./$(ASAN_BUILD)/mcdl_tests --test-suite-exclude=slow $(TEST_ARGS)
 
 test-slow: $(TESTS)
 	./$(TESTS) --test-suite=slow $(TEST_ARGS)
@@ -180,7 +196,7 @@ $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD) $(TOOL_BINS)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TOOL_BINS)
 
 -include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d $(BUILD)/tools/bench_step.d
 

@@ -107,6 +107,7 @@ Image cpu_view(const Image& resized, const ViewParams& params, int64_t image_siz
 
 template <class T>
 void append_bytes(std::vector<uint8_t>& blob, const T* values, size_t count) {
+  if (count == 0) return;  // values may be null (an empty vector's data()): memcpy must not see it
   const size_t at = blob.size();
   blob.resize(at + sizeof(T) * count);
   std::memcpy(blob.data() + at, values, sizeof(T) * count);

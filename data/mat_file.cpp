@@ -240,11 +240,15 @@ std::vector<uint8_t> inflate_element(const Parser& p, const Element& e) {
   while (status == Z_OK) {
     if (out.size() >= kMaxDecompressedBytes) break;
     const size_t have = out.size();
-    out.resize(have + std::max<size_t>(1 << 16, e.size * 4));
+    // At most 2 GiB at a time, so that the chunk fits zlib's 32-bit avail_out (an element's
+    // size times 4 need not).
+    const size_t chunk = std::min<size_t>(std::max<size_t>(1 << 16, e.size * 4), kMaxDecompressedBytes);
+    out.resize(have + chunk);
     z.next_out = out.data() + have;
-    z.avail_out = static_cast<uInt>(out.size() - have);
+    z.avail_out = static_cast<uInt>(chunk);
     status = inflate(&z, Z_NO_FLUSH);
-    out.resize(out.size() - z.avail_out);
+    // Drops the unwritten tail (erase: the vector only shrinks here).
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(have + chunk - std::min<size_t>(z.avail_out, chunk)), out.end());
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended before the stream did
   }
   inflateEnd(&z);

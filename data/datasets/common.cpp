@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <numeric>
 
 #include "engine/error.h"
@@ -99,6 +100,8 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path, size_t max_byte
   if (!path.ends_with(".gz")) return raw;
   z_stream z{};
   check(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK, path, ": zlib initialisation failed");
+  // zlib counts bytes in 32 bits: a larger file would be silently cut short.
+  check(raw.size() <= std::numeric_limits<uInt>::max(), path, ": gzip files over 4 GiB are not supported");
   z.next_in = raw.data();
   z.avail_in = static_cast<uInt>(raw.size());
   std::vector<uint8_t> out;
@@ -106,12 +109,15 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path, size_t max_byte
   while (status == Z_OK) {
     const size_t have = out.size();
     if (have > max_bytes) break;
-    // At most max_bytes + 1 in all: one byte past the limit shows that the data exceeds it.
-    out.resize(have + std::min(std::max<size_t>(1 << 20, raw.size() * 2), max_bytes + 1 - have));
+    // At most 1 GiB at a time, so that the chunk fits avail_out (twice the input need not), and
+    // at most max_bytes + 1 in all: one byte past the limit shows that the data exceeds it.
+    const size_t chunk = std::min({std::max<size_t>(1 << 20, raw.size() * 2), size_t{1} << 30, max_bytes + 1 - have});
+    out.resize(have + chunk);
     z.next_out = out.data() + have;
-    z.avail_out = static_cast<uInt>(out.size() - have);
+    z.avail_out = static_cast<uInt>(chunk);
     status = inflate(&z, Z_NO_FLUSH);
-    out.resize(out.size() - z.avail_out);
+    // Drops the unwritten tail (erase: the vector only shrinks here).
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(have + chunk - std::min<size_t>(z.avail_out, chunk)), out.end());
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;
   }
   inflateEnd(&z);

@@ -1,5 +1,9 @@
 // Fibers for emulated CUDA threads: ucontext contexts on mmap'ed stacks, created on demand and
 // reused by every later launch.
+//
+// Under AddressSanitizer (make test-asan) every switch between stacks is announced with the
+// sanitizer fiber API (StackSwitch below), so that ASan checks each fiber against its own stack
+// bounds and keeps a separate fake stack per fiber; in other builds StackSwitch compiles to nothing.
 #pragma once
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -10,7 +14,30 @@
 #include <new>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace mcdl::emu::detail {
+
+// One side of a switch between the scheduler's stack and a fiber's: begin() right before
+// swapcontext/setcontext, end() first thing after control arrives on the new stack. `save` holds
+// the leaving side's fake stack until control comes back; begin(nullptr, ...) on a side that
+// never comes back (a finished fiber) lets ASan free it.
+struct StackSwitch {
+#if defined(__SANITIZE_ADDRESS__)
+  static void begin(void** save, const void* to_bottom, size_t to_size) {
+    __sanitizer_start_switch_fiber(save, to_bottom, to_size);
+  }
+  // Also gives the bounds of the stack that was left (to switch back to it later).
+  static void end(void* save, const void** from_bottom = nullptr, size_t* from_size = nullptr) {
+    __sanitizer_finish_switch_fiber(save, from_bottom, from_size);
+  }
+#else
+  static void begin(void**, const void*, size_t) {}
+  static void end(void*, const void** = nullptr, size_t* = nullptr) {}
+#endif
+};
 
 struct ThreadState;
 
@@ -45,11 +72,15 @@ class Fiber {
     makecontext(&context_, entry, 0);
     thread = nullptr;
     finished = false;
+    fake_stack = nullptr;
   }
   ucontext_t* context() { return &context_; }
+  const void* stack_bottom() const { return mapping_ + page_; }
+  static constexpr size_t stack_size() { return fiber_stack_bytes; }
 
   ThreadState* thread = nullptr;  // the emulated thread on this fiber (the last one once finished)
   bool finished = false;          // entry() has returned
+  void* fake_stack = nullptr;     // ASan's save slot while the fiber is switched out (StackSwitch)
 
  private:
   size_t page_;

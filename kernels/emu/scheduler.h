@@ -146,7 +146,10 @@ class Scheduler {
                            ")");
     thread->op = op;
     thread->status = op.kind == WaitKind::block_barrier ? Status::at_block_barrier : Status::at_warp_op;
-    swapcontext(thread->fiber->context(), &scheduler_context_);
+    Fiber* fiber = thread->fiber;
+    StackSwitch::begin(&fiber->fake_stack, scheduler_stack_bottom_, scheduler_stack_size_);
+    swapcontext(fiber->context(), &scheduler_context_);
+    StackSwitch::end(fiber->fake_stack, &scheduler_stack_bottom_, &scheduler_stack_size_);
     return thread->result;
   }
 
@@ -216,6 +219,7 @@ class Scheduler {
   // Body of a runner fiber: starts the not yet started threads one after another.
   static void run_threads() {
     Scheduler& self = instance();
+    StackSwitch::end(nullptr, &self.scheduler_stack_bottom_, &self.scheduler_stack_size_);
     Fiber* fiber = self.running_fiber_;
     while (self.next_start_ < self.n_) {
       ThreadState& thread = self.threads_[self.start_order_[self.next_start_++]];
@@ -234,11 +238,18 @@ class Scheduler {
       ++self.exited_;
     }
     fiber->finished = true;
+    // Back to the scheduler for good (what returning would do through uc_link), so that nothing
+    // of this frame runs after ASan has been told that the fiber's fake stack is gone.
+    StackSwitch::begin(nullptr, self.scheduler_stack_bottom_, self.scheduler_stack_size_);
+    setcontext(&self.scheduler_context_);
   }
 
   void switch_to(Fiber* fiber) {
     running_fiber_ = fiber;
+    void* fake_stack = nullptr;
+    StackSwitch::begin(&fake_stack, fiber->stack_bottom(), Fiber::stack_size());
     swapcontext(&scheduler_context_, fiber->context());
+    StackSwitch::end(fake_stack);
     current_thread = nullptr;
     if (fiber->finished) {
       ThreadState* last = fiber->thread;
@@ -400,6 +411,9 @@ class Scheduler {
   std::mutex mutex_;
   FiberPool pool_;
   ucontext_t scheduler_context_{};
+  // The stack the scheduler runs on (the launching host thread's), for StackSwitch.
+  const void* scheduler_stack_bottom_ = nullptr;
+  size_t scheduler_stack_size_ = 0;
   Fiber* running_fiber_ = nullptr;
   const KernelLaunch* launch_ = nullptr;
   std::vector<SharedChunk> dynamic_shared_;
