@@ -124,13 +124,7 @@ KEstimate estimate_num_classes_for(const TrainConfig& config, const TrainingData
     labelled_rows.push_back(static_cast<int64_t>(i));
     labelled_classes.push_back(data.label(data.labelled[i]));
   }
-  EvaluationOptions options;
-  options.image_size = config.image_size;
-  options.normalization = data.normalization;
-  options.batch_size = config.eval_batch_size;
-  options.workers = loader_workers(config, device);
-  options.device = device;
-  EvaluationSet all(*data.cache, images, options);
+  EvaluationSet all(*data.cache, images, evaluation_options(config, data, device));
   const Tensor features = all.features(backbone, true);
   std::fprintf(stderr, "features of %lld images; k-means (%lld restarts) for K in [%lld, %lld]\n",
                static_cast<long long>(features.size(0)), static_cast<long long>(restarts),

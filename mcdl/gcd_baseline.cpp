@@ -213,13 +213,7 @@ void GcdRun::cluster(MetricsRow& row, std::string& summary) {
   const ProfileRange range(device_, "evaluation");
   std::vector<int64_t> images = data_.labelled;
   images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
-  EvaluationOptions eval_options;
-  eval_options.image_size = config_.image_size;
-  eval_options.normalization = data_.normalization;
-  eval_options.batch_size = config_.eval_batch_size;
-  eval_options.workers = loader_workers(config_, device_);
-  eval_options.device = device_;
-  EvaluationSet set(*data_.cache, images, eval_options);
+  EvaluationSet set(*data_.cache, images, evaluation_options(config_, data_, device_));
   const Tensor features = set.features(*backbone_, true);
 
   const int64_t num_labelled = static_cast<int64_t>(data_.labelled.size());

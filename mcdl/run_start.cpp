@@ -77,6 +77,16 @@ int64_t loader_workers(const TrainConfig& config, Device device) {
   return device.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1);
 }
 
+EvaluationOptions evaluation_options(const TrainConfig& config, const TrainingData& data, Device device) {
+  EvaluationOptions options;
+  options.image_size = config.image_size;
+  options.normalization = data.normalization;
+  options.batch_size = config.eval_batch_size;
+  options.workers = loader_workers(config, device);
+  options.device = device;
+  return options;
+}
+
 LoaderOptions train_loader_options(const TrainConfig& config, const TrainingData& data, Device device,
                                    std::vector<ViewKind> views) {
   LoaderOptions options;

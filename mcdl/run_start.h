@@ -11,6 +11,7 @@
 #include "engine/device.h"
 #include "engine/tensor.h"
 #include "layers/vit_config.h"
+#include "mcdl/evaluator.h"
 #include "mcdl/run_directory.h"
 #include "mcdl/train_config.h"
 #include "mcdl/training_data.h"
@@ -36,5 +37,7 @@ void begin_run(const TrainConfig& config, const TrainingData& data, const RunDir
 int64_t loader_workers(const TrainConfig& config, Device device);
 LoaderOptions train_loader_options(const TrainConfig& config, const TrainingData& data, Device device,
                                    std::vector<ViewKind> views);
+// The test-transform settings of an evaluation set of the run's images (evaluation, features).
+EvaluationOptions evaluation_options(const TrainConfig& config, const TrainingData& data, Device device);
 
 }  // namespace mcdl

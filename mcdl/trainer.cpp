@@ -140,12 +140,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
     bank_weak_ = std::make_unique<MemoryBank>(n, clusters_, config_.mu, device_);
     bank_strong_ = std::make_unique<MemoryBank>(n, clusters_, config_.mu, device_);
   }
-  EvaluationOptions eval_options;
-  eval_options.image_size = config_.image_size;
-  eval_options.normalization = data_.normalization;
-  eval_options.batch_size = config_.eval_batch_size;
-  eval_options.workers = loader_workers(config_, device_);
-  eval_options.device = device_;
+  const EvaluationOptions eval_options = evaluation_options(config_, data_, device_);
   // The evaluation set: the unlabelled images (or the first --eval-subset of them), then the
   // validation images, if any (their labels score the validation columns only).
   const size_t n_real = data_.first_validation;

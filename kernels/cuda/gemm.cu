@@ -106,6 +106,27 @@ struct LtKey {
   auto operator<=>(const LtKey&) const = default;
 };
 
+// The key of a product: its problem in cuBLAS's 32-bit terms and its buffers' alignments (C's
+// given: C and D may be two buffers).
+LtKey lt_key(cublasComputeType_t compute, cudaDataType type, cudaDataType out_type, bool trans_a, bool trans_b,
+             int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, const void* a, const void* b, uint32_t align_c,
+             const void* bias) {
+  return LtKey{.compute = compute,
+               .type = type,
+               .out_type = out_type,
+               .trans_a = trans_a,
+               .trans_b = trans_b,
+               .m = as_int(m, "m"),
+               .n = as_int(n, "n"),
+               .k = as_int(k, "k"),
+               .lda = as_int(lda, "lda"),
+               .ldb = as_int(ldb, "ldb"),
+               .align_a = alignment_of(a),
+               .align_b = alignment_of(b),
+               .align_c = align_c,
+               .align_bias = alignment_of(bias)};
+}
+
 template <auto destroy>
 struct LtDestroy {
   template <class Handle>
@@ -211,20 +232,8 @@ bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   // (its heuristic rejects some), and a bias below 16-byte alignment has been reported to fail
   // in the epilogue (Marian NMT); the engine's own parameters are 256-byte aligned anyway.
   if (n > 1 && k > 1 && alignment_of(bias) >= 16) {
-    const LtKey key{.compute = compute,
-                    .type = type,
-                    .out_type = std::is_same_v<Out, double> ? CUDA_R_64F : CUDA_R_32F,
-                    .trans_a = trans_a,
-                    .trans_b = trans_b,
-                    .m = as_int(m, "m"),
-                    .n = as_int(n, "n"),
-                    .k = as_int(k, "k"),
-                    .lda = as_int(lda, "lda"),
-                    .ldb = as_int(ldb, "ldb"),
-                    .align_a = alignment_of(a),
-                    .align_b = alignment_of(b),
-                    .align_c = alignment_of(c),
-                    .align_bias = alignment_of(bias)};
+    const LtKey key = lt_key(compute, type, std::is_same_v<Out, double> ? CUDA_R_64F : CUDA_R_32F, trans_a, trans_b,
+                             m, n, k, lda, ldb, a, b, alignment_of(c), bias);
     const Out one = 1, zero = 0;
     if (lt_gemm_bias(key, a, b, bias, c, c, &one, &zero)) return true;
   }
@@ -325,20 +334,8 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
   const float one = 1, beta = residual ? 1.0f : 0.0f;
   // As gemm_bias_impl: y = x·wᵀ is the engine's row-major C = A·Bᵀ with A = x, B = w.
   if (out > 1 && in > 1 && alignment_of(bias) >= 16) {
-    const LtKey key{.compute = CUBLAS_COMPUTE_32F,
-                    .type = CUDA_R_16BF,
-                    .out_type = CUDA_R_16BF,
-                    .trans_a = false,
-                    .trans_b = true,
-                    .m = as_int(rows, "m"),
-                    .n = as_int(out, "n"),
-                    .k = as_int(in, "k"),
-                    .lda = as_int(in, "lda"),
-                    .ldb = as_int(in, "ldb"),
-                    .align_a = alignment_of(x),
-                    .align_b = alignment_of(w),
-                    .align_c = std::min(alignment_of(y), residual ? alignment_of(residual) : 256u),
-                    .align_bias = alignment_of(bias)};
+    const LtKey key = lt_key(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, false, true, rows, out, in, in, in, x, w,
+                             std::min(alignment_of(y), residual ? alignment_of(residual) : 256u), bias);
     if (lt_gemm_bias(key, x, w, bias, residual ? residual : y, y, &one, &beta)) return;
   }
   // No cuBLASLt algorithm: the residual (or nothing) plus the product, then the bias.
