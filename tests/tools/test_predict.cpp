@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -65,6 +66,13 @@ TEST_CASE("mcdl_predict: the run's model on new images, known classes by name") 
     INFO("image ", path_of_id.at(row[0]));
     CHECK(cluster_of_path.at(fs::canonical(path_of_id.at(row[0])).string()) == row[1]);
   }
+
+  // A broken classes.csv is an error naming the file and the line, not a silent wrong class.
+  std::ofstream(scratch / "run" / "classes.csv") << "cluster,class_id,name\n0,0\n";
+  CHECK(run_predict("--checkpoint " + (scratch / "run").string() + " " + (dataset / "unlabelled").string() +
+                        " --device cpu -o " + (scratch / "broken.csv").string(),
+                    err) == 1);
+  CHECK(testing::read_text(err).find("classes.csv:2") != std::string::npos);
 
   // A GCD run has no classifier head.
   TrainConfig gcd = testing::squares_run_config(dataset, scratch / "gcd");
