@@ -118,18 +118,8 @@ void write_list(const std::string& path, const std::vector<std::string>& lines) 
 }
 
 int run(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
   Arguments args;
-  try {
-    args = parse_arguments(argc, argv);
-  } catch (const tools::UsageError& e) {
-    std::fprintf(stderr, "error: %s\nrun 'mcdl_features --help' for usage\n", e.message.c_str());
-    return 2;
-  }
+  if (const auto stop = tools::parse_tool_arguments(argc, argv, "mcdl_features", kUsage, parse_arguments, args)) return *stop;
   const Device device = select_device(args.device);
   select_matmul_precision(args.precision, device);
   const std::vector<std::string> images = list_image_files(args.inputs);

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
 #include <string>
 
 namespace mcdl::tools {
@@ -13,6 +16,26 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv));
 struct UsageError {
   std::string message;
 };
+
+// The start of a tool with its own argument parser: --help or -h anywhere prints `usage` (exit
+// 0); a UsageError from parse(argc, argv) prints it with the help hint (exit 2). Returns the
+// exit status to stop with, or nothing with `args` filled.
+template <class Args, class Parse>
+std::optional<int> parse_tool_arguments(int argc, char** argv, const char* tool, const char* usage, Parse parse,
+                                        Args& args) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+  try {
+    args = parse(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\nrun '%s --help' for usage\n", e.message.c_str(), tool);
+    return 2;
+  }
+  return std::nullopt;
+}
 
 // The value of `option` as a positive integer, or a UsageError naming it.
 int64_t positive_integer(const std::string& text, const std::string& option);
