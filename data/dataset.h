@@ -31,6 +31,10 @@ struct Dataset {
   std::vector<DatasetItem> train;  // every training image, in the reference order
   // Pixels of train[i] when the dataset is stored as arrays (same indexing as train), else empty.
   std::vector<Image> train_pixels;
+  // The layout's disjoint test split (all K classes, the reference's test order; class ids as in
+  // train), for the inductive evaluation; empty when the layout has none or it was not asked for.
+  std::vector<DatasetItem> test;
+  std::vector<Image> test_pixels;  // as train_pixels, for test
   // Old (known) classes in the order that defines the remapping (remapped label = position),
   // then the new classes in their remapping order (Hard, Medium, Easy for the SSB datasets).
   std::vector<int64_t> old_classes;
@@ -48,6 +52,7 @@ struct Dataset {
 
   int64_t size() const { return static_cast<int64_t>(train.size()); }
   bool in_memory() const { return !train_pixels.empty(); }
+  bool has_test() const { return !test.empty(); }
 };
 
 }  // namespace mcdl

@@ -23,6 +23,11 @@ struct DatasetOptions {
   // folder layout only: K, the number of known + novel classes. 0: the known class folders plus
   // the novel class names of unlabelled_labels.csv (required when there is no labels file).
   int64_t num_classes = 0;
+  // Also read the layout's test split (Dataset::test), where it has one, e.g. for the inductive
+  // evaluation; its listed image files must then all exist.
+  bool read_test = false;
+  // Keep max_test test images, evenly spaced over the split (0: all).
+  int64_t max_test = 0;
 };
 
 const std::vector<std::string>& dataset_names();

@@ -67,6 +67,11 @@ GcdSplit make_gcd_split(const Dataset& dataset, double prop_labelled) {
           "): image ", item.path, " has class ", item.class_id, " outside [0, ", dataset.num_classes, ")");
     split.label.push_back(item.class_id < 0 ? -1 : remap[static_cast<size_t>(item.class_id)]);
   }
+  for (const DatasetItem& item : dataset.test) {
+    check(item.class_id >= 0 && item.class_id < dataset.num_classes, "gcd split (", dataset.name, "): test image ",
+          item.path, " has class ", item.class_id, " outside [0, ", dataset.num_classes, ")");
+    split.test_label.push_back(remap[static_cast<size_t>(item.class_id)]);
+  }
 
   if (!dataset.given_labelled.empty()) {
     check_given_labelled(dataset, split);

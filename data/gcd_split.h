@@ -31,6 +31,7 @@ struct GcdSplit {
   std::vector<int64_t> label;       // remapped label per train item (-1: unknown)
   std::vector<int64_t> labelled;    // train indices, in the reference order
   std::vector<int64_t> unlabelled;  // train indices, in the reference order
+  std::vector<int64_t> test_label;  // remapped label per test item (the same remapping)
 };
 
 GcdSplit make_gcd_split(const Dataset& dataset, double prop_labelled = 0.5);

@@ -5,7 +5,8 @@
 //   (b'data', b'fine_labels'); read with the allowlisted unpickler;
 // - binary: ROOT/cifar-10-batches-bin/data_batch_1..5.bin (records: label byte, 3072 pixel
 //   bytes), ROOT/cifar-100-binary/train.bin (coarse label, fine label, 3072 bytes).
-// ROOT may also be the batch folder itself. Pixels are planar R, G, B of 32x32.
+// ROOT may also be the batch folder itself. Pixels are planar R, G, B of 32x32. The test split:
+// test_batch / test (python) or test_batch.bin / test.bin (binary) in the same folder.
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +28,7 @@ constexpr int64_t kPixels = 3 * kSide * kSide;
 struct Layout {
   bool python = false;
   std::vector<std::string> files;
+  std::string test_file;  // empty when the folder has none
 };
 
 std::string how_to_obtain(int64_t num_classes) {
@@ -48,11 +50,13 @@ Layout find_layout(const std::string& root, int64_t num_classes) {
   for (const fs::path& dir : {fs::path(root) / python_dir, fs::path(root) / binary_dir, fs::path(root)}) {
     const bool python = fs::is_regular_file(dir / python_names[0]);
     if (!python && !fs::is_regular_file(dir / (python_names[0] + ".bin"))) continue;
-    Layout layout{python, {}};
+    Layout layout{python, {}, {}};
     for (const std::string& name : python_names) {
       layout.files.push_back((dir / (python ? name : name + ".bin")).string());
       require_file(dataset, layout.files.back(), how_to_obtain(num_classes));
     }
+    const fs::path test = dir / ((num_classes == 10 ? "test_batch" : "test") + std::string(python ? "" : ".bin"));
+    if (fs::is_regular_file(test)) layout.test_file = test.string();
     return layout;
   }
   fail(dataset, ": no ", python_dir, "/", python_names[0], " or ", binary_dir, "/", python_names[0], ".bin under ", root,
@@ -65,15 +69,21 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-void add_image(Dataset& d, const uint8_t* planar, int64_t label) {
+// One split's images and their items (the training or the test split of a Dataset).
+struct Split {
+  std::vector<DatasetItem>& items;
+  std::vector<Image>& pixels;
+};
+
+void add_image(Split d, const uint8_t* planar, int64_t label) {
   Image image(kSide, kSide, 3);
   for (int64_t c = 0; c < 3; ++c)
     for (int64_t p = 0; p < kSide * kSide; ++p) image.pixels[static_cast<size_t>(p * 3 + c)] = planar[c * kSide * kSide + p];
-  d.train.push_back({"", label});
-  d.train_pixels.push_back(std::move(image));
+  d.items.push_back({"", label});
+  d.pixels.push_back(std::move(image));
 }
 
-void read_binary_batch(Dataset& d, const std::string& path, int64_t num_classes) {
+void read_binary_batch(Split d, const std::string& path, int64_t num_classes) {
   const std::vector<uint8_t> bytes = read_file(path);
   const int64_t label_bytes = num_classes == 10 ? 1 : 2;  // CIFAR-100: coarse then fine label
   const int64_t record = label_bytes + kPixels;
@@ -87,7 +97,7 @@ void read_binary_batch(Dataset& d, const std::string& path, int64_t num_classes)
   }
 }
 
-void read_python_batch(Dataset& d, const std::string& path, int64_t num_classes) {
+void read_python_batch(Split d, const std::string& path, int64_t num_classes) {
   const std::vector<uint8_t> bytes = read_file(path);
   PickleOptions options;
   options.globals = numpy_array_globals();
@@ -107,19 +117,23 @@ void read_python_batch(Dataset& d, const std::string& path, int64_t num_classes)
   }
 }
 
+void read_batch(Split d, const std::string& path, bool python, int64_t num_classes) {
+  if (python) read_python_batch(d, path, num_classes);
+  else read_binary_batch(d, path, num_classes);
+}
+
 }  // namespace
 
-Dataset read_cifar(const std::string& root, int64_t num_classes) {
+Dataset read_cifar(const std::string& root, int64_t num_classes, bool with_test) {
   check(num_classes == 10 || num_classes == 100, "read_cifar: ", num_classes, " classes (10 or 100)");
   const Layout layout = find_layout(root, num_classes);
   Dataset d;
   d.name = "cifar" + std::to_string(num_classes);
   d.root = root;
   d.num_classes = num_classes;
-  for (const std::string& file : layout.files) {
-    if (layout.python) read_python_batch(d, file, num_classes);
-    else read_binary_batch(d, file, num_classes);
-  }
+  for (const std::string& file : layout.files) read_batch({d.train, d.train_pixels}, file, layout.python, num_classes);
+  if (with_test && !layout.test_file.empty())
+    read_batch({d.test, d.test_pixels}, layout.test_file, layout.python, num_classes);
   const int64_t num_old = num_classes == 10 ? 5 : 80;  // get_class_splits: range(5) / range(80)
   d.old_classes = iota_classes(0, num_old);
   d.new_classes = iota_classes(num_old, num_classes);

@@ -25,7 +25,7 @@ void require_file(const std::string& dataset, const std::string& path, const std
   if (!fs::is_regular_file(path, ec)) fail(dataset, ": missing file ", path, ".\n", how_to_obtain);
 }
 
-void require_item_files(const std::string& dataset, const std::vector<DatasetItem>& items) {
+void require_item_files(const std::string& dataset, const std::vector<DatasetItem>& items, const std::string& split) {
   std::vector<std::string> missing;
   std::error_code ec;
   for (const DatasetItem& item : items)
@@ -33,7 +33,8 @@ void require_item_files(const std::string& dataset, const std::vector<DatasetIte
   if (missing.empty()) return;
   std::string shown;
   for (size_t i = 0; i < std::min<size_t>(3, missing.size()); ++i) shown += "\n  " + missing[i];
-  fail(dataset, ": ", missing.size(), " of ", items.size(), " listed images are missing, e.g.", shown);
+  fail(dataset, ": ", missing.size(), " of ", items.size(), " listed ", split, " images are missing, e.g.", shown,
+       split == "test" ? "\n(to train without the test split, pass --eval-on unlabelled)" : "");
 }
 
 std::vector<TextLine> read_text_lines(const std::string& path) {

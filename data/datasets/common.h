@@ -13,8 +13,10 @@ namespace mcdl::dataset_io {
 // directory (is_dir) or regular file.
 void require_dir(const std::string& dataset, const std::string& path, const std::string& how_to_obtain);
 void require_file(const std::string& dataset, const std::string& path, const std::string& how_to_obtain);
-// Throws naming how many of the items' files are missing and the first few.
-void require_item_files(const std::string& dataset, const std::vector<DatasetItem>& items);
+// Throws naming how many of the items' files are missing and the first few; `split` names the
+// items in the message ("training" or "test").
+void require_item_files(const std::string& dataset, const std::vector<DatasetItem>& items,
+                        const std::string& split = "training");
 
 struct TextLine {
   int64_t number;  // 1-based

@@ -1,6 +1,7 @@
 // CUB-200-2011 as CustomCub2011 reads it: images.txt, image_class_labels.txt and
 // train_test_split.txt merged on img_id (pandas inner merge: images.txt order), the rows with
-// is_training_img == 1, label = target - 1, images under CUB_200_2011/images/.
+// is_training_img == 1, label = target - 1, images under CUB_200_2011/images/. The rows with
+// is_training_img == 0 are the test split (CustomCub2011(train=False)).
 #include <filesystem>
 #include <unordered_map>
 
@@ -35,7 +36,7 @@ std::unordered_map<int64_t, std::string> id_table(const std::string& path) {
 
 }  // namespace
 
-Dataset read_cub(const std::string& root) {
+Dataset read_cub(const std::string& root, bool with_test) {
   const fs::path base = fs::path(root) / "CUB_200_2011";
   const std::string images_txt = (base / "images.txt").string();
   const std::string labels_txt = (base / "image_class_labels.txt").string();
@@ -61,14 +62,15 @@ Dataset read_cub(const std::string& root) {
     if (train == is_train.end()) fail_line(images_txt, line, "img_id missing from train_test_split.txt");
     if (train->second != "0" && train->second != "1")
       fail(split_txt, ": is_training_img of img_id ", id, " is '", train->second, "', expected 0 or 1");
-    if (train->second != "1") continue;
+    if (train->second != "1" && !with_test) continue;
     const TextLine label_line{0, std::to_string(id) + " " + label->second};
     const int64_t target = parse_index(label->second, labels_txt, label_line);
     if (target < 1 || target > kClasses)
       fail(labels_txt, ": class ", target, " of img_id ", id, " outside 1..", kClasses);
-    d.train.push_back({(base / "images" / line.text.substr(space + 1)).string(), target - 1});
+    (train->second == "1" ? d.train : d.test).push_back({(base / "images" / line.text.substr(space + 1)).string(), target - 1});
   }
   require_item_files("cub", d.train);
+  require_item_files("cub", d.test, "test");
   const SsbClassSplit& split = ssb_class_split("cub");
   d.old_classes = split.known;
   d.new_classes = split.new_classes();

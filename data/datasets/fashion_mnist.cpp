@@ -1,7 +1,8 @@
 // Fashion-MNIST (not in the reference; a small grayscale set for CPU runs):
 // train-images-idx3-ubyte(.gz) and train-labels-idx1-ubyte(.gz), images held in memory in file
 // order, old classes 0-4, new 5-9. Subsets are ordered as the reference's torchvision-array
-// datasets (CIFAR) order them.
+// datasets (CIFAR) order them. The test split: t10k-images-idx3-ubyte(.gz) and
+// t10k-labels-idx1-ubyte(.gz) in the same folder (10,000 images).
 #include <filesystem>
 
 #include "data/datasets/common.h"
@@ -51,12 +52,11 @@ std::string idx_file(const fs::path& root, const std::string& stem) {
   return gz.string();
 }
 
-}  // namespace
-
-Dataset read_fashion_mnist(const std::string& root) {
-  require_dir("fmnist", root, kHowToObtain);
-  const std::string images_path = idx_file(root, "train-images-idx3-ubyte");
-  const std::string labels_path = idx_file(root, "train-labels-idx1-ubyte");
+// One split's idx pair (prefix "train" or "t10k"): the items and their pixels.
+void read_idx_split(const std::string& root, const std::string& prefix, std::vector<DatasetItem>& items,
+                    std::vector<Image>& pixels) {
+  const std::string images_path = idx_file(root, prefix + "-images-idx3-ubyte");
+  const std::string labels_path = idx_file(root, prefix + "-labels-idx1-ubyte");
   const std::vector<uint8_t> images = read_maybe_gzipped(images_path);
   const std::vector<uint8_t> labels = read_maybe_gzipped(labels_path);
   size_t image_offset = 0, label_offset = 0;
@@ -64,25 +64,34 @@ Dataset read_fashion_mnist(const std::string& root) {
   const std::vector<int64_t> label_shape = idx_dims(labels, 1, labels_path, label_offset);
   check(image_shape[0] == label_shape[0], "fmnist: ", image_shape[0], " images in ", images_path, " but ",
         label_shape[0], " labels in ", labels_path);
+  const int64_t n = image_shape[0], height = image_shape[1], width = image_shape[2];
+  items.reserve(static_cast<size_t>(n));
+  pixels.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t label = labels[label_offset + static_cast<size_t>(i)];
+    check(label < 10, labels_path, ": label ", int{label}, " at offset ", label_offset + static_cast<size_t>(i),
+          " outside 0..9");
+    items.push_back({"", label});
+    Image image(height, width, 1);
+    const auto* start = images.data() + image_offset + static_cast<size_t>(i * height * width);
+    std::copy(start, start + height * width, image.pixels.begin());
+    pixels.push_back(std::move(image));
+  }
+}
 
+}  // namespace
+
+Dataset read_fashion_mnist(const std::string& root, bool with_test) {
+  require_dir("fmnist", root, kHowToObtain);
   Dataset d;
   d.name = "fmnist";
   d.root = root;
   d.num_classes = 10;
   d.channels = 1;
-  const int64_t n = image_shape[0], height = image_shape[1], width = image_shape[2];
-  d.train.reserve(static_cast<size_t>(n));
-  d.train_pixels.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const uint8_t label = labels[label_offset + static_cast<size_t>(i)];
-    check(label < 10, labels_path, ": label ", int{label}, " at offset ", label_offset + static_cast<size_t>(i),
-          " outside 0..9");
-    d.train.push_back({"", label});
-    Image image(height, width, 1);
-    const auto* start = images.data() + image_offset + static_cast<size_t>(i * height * width);
-    std::copy(start, start + height * width, image.pixels.begin());
-    d.train_pixels.push_back(std::move(image));
-  }
+  read_idx_split(root, "train", d.train, d.train_pixels);
+  const bool test_present = fs::exists(fs::path(root) / "t10k-images-idx3-ubyte.gz") ||
+                            fs::exists(fs::path(root) / "t10k-images-idx3-ubyte");
+  if (with_test && test_present) read_idx_split(root, "t10k", d.test, d.test_pixels);
   d.old_classes = iota_classes(0, 5);
   d.new_classes = iota_classes(5, 10);
   d.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",

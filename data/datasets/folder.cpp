@@ -4,8 +4,10 @@
 //   ROOT/unlabelled/<images>              the images to discover (files sorted; subfolders too)
 //   ROOT/unlabelled_labels.csv            optional ground truth "file,class_name" per unlabelled
 //                                         image (file relative to ROOT/unlabelled), for accuracy
-// Known classes get ids 0..K_old-1 in folder order; novel names in the labels file get
-// K_old.. in sorted order. K comes from the caller (or, with a labels file, defaults to K_old
+//   ROOT/test/<class name>/<images>       optional test split (inductive evaluation): known class
+//                                         names, or novel ones
+// Known classes get ids 0..K_old-1 in folder order; novel names in the labels file or among the
+// test folders get K_old.. in sorted order. K comes from the caller (or, with a labels file, defaults to K_old
 // plus the novel names). Unlabelled images without ground truth have class -1.
 #include <filesystem>
 #include <map>
@@ -22,7 +24,7 @@ namespace {
 
 constexpr const char* kLayout =
     "The folder layout is ROOT/labelled/<class name>/*.png|jpg (known classes), ROOT/unlabelled/*.png|jpg "
-    "and optionally ROOT/unlabelled_labels.csv with lines 'file,class_name'.";
+    "and optionally ROOT/unlabelled_labels.csv with lines 'file,class_name' and ROOT/test/<class name>/*.png|jpg.";
 
 // file (relative to unlabelled/) -> class name
 std::map<std::string, std::string> read_labels_file(const std::string& path) {
@@ -40,7 +42,7 @@ std::map<std::string, std::string> read_labels_file(const std::string& path) {
 
 }  // namespace
 
-Dataset read_folder(const std::string& root, int64_t num_classes) {
+Dataset read_folder(const std::string& root, int64_t num_classes, bool with_test) {
   const std::string labelled_dir = (fs::path(root) / "labelled").string();
   const std::string unlabelled_dir = (fs::path(root) / "unlabelled").string();
   const std::string labels_path = (fs::path(root) / "unlabelled_labels.csv").string();
@@ -72,14 +74,25 @@ Dataset read_folder(const std::string& root, int64_t num_classes) {
     if (!class_of.count(entry.second)) novel.insert(entry.second);
   int64_t next_id = num_old;
   for (const std::string& name : novel) class_of.emplace(name, next_id++);
-  const auto num_seen = num_old + static_cast<int64_t>(novel.size());
   if (num_classes == 0) {
     check(has_labels, "folder: give the number of classes K (known + novel); without ", labels_path,
           " it cannot be inferred");
-    num_classes = num_seen;
+    num_classes = next_id;
   }
-  check(num_classes >= num_seen, "folder: K = ", num_classes, " but there are ", num_old, " known classes",
-        has_labels ? " and " + std::to_string(novel.size()) + " novel class names in " + labels_path : std::string());
+  check(num_classes >= next_id, "folder: K = ", num_classes, " but there are ", num_old, " known classes and ",
+        novel.size(), " novel class names in ", labels_path);
+  // Test folders of classes the training images do not name take the next ids, within K (which
+  // they never change: K is the training data's).
+  const std::string test_dir = (fs::path(root) / "test").string();
+  const FolderClasses test_classes =
+      with_test && fs::is_directory(test_dir) ? list_class_folders(test_dir) : FolderClasses{};
+  for (const std::string& name : test_classes.names)
+    if (class_of.emplace(name, next_id).second) {
+      check(next_id < num_classes, "folder: ", test_dir, "/", name, " is a class that neither ", labelled_dir,
+            " nor ", labels_path, " names, and K = ", num_classes, " leaves no room for it; give --num-classes");
+      ++next_id;
+    }
+  const int64_t num_seen = next_id;
   d.num_classes = num_classes;
 
   const std::vector<std::string> files = image_files_under(unlabelled_dir);
@@ -97,6 +110,11 @@ Dataset read_folder(const std::string& root, int64_t num_classes) {
   }
   check(labels.empty(), "folder: ", labels_path, " names ", labels.size(), " files not in ", unlabelled_dir, ", e.g. ",
         labels.empty() ? std::string() : labels.begin()->first);
+  for (size_t f = 0; f < test_classes.names.size(); ++f) {
+    const std::vector<std::string> test_files = image_files_under(test_classes.paths[f]);
+    check(!test_files.empty(), "folder: class folder ", test_classes.paths[f], " has no images");
+    for (const std::string& file : test_files) d.test.push_back({file, class_of.at(test_classes.names[f])});
+  }
   d.old_classes = iota_classes(0, num_old);
   d.class_names.resize(static_cast<size_t>(num_seen));
   for (const auto& [name, id] : class_of) d.class_names[static_cast<size_t>(id)] = name;

@@ -18,15 +18,17 @@ Dataset load_dataset(const std::string& name, const std::string& root, const Dat
   if (root.empty() && name != "fmnist")
     fail("load_dataset: dataset '", name, "' needs its data root (only fmnist has a default)");
   Dataset d;
-  if (name == "cub") d = read_cub(root);
-  else if (name == "scars") d = read_scars(root);
-  else if (name == "aircraft") d = read_aircraft(root);
-  else if (name == "herbarium19") d = read_herbarium19(root);
-  else if (name == "cifar10") d = read_cifar(root, 10);
-  else if (name == "cifar100") d = read_cifar(root, 100);
-  else if (name == "imagenet100") d = read_imagenet100(root);
-  else if (name == "fmnist") d = read_fashion_mnist(root.empty() ? "/usr/share/datasets/fashion-mnist" : root);
-  else if (name == "folder") d = read_folder(root, options.num_classes);
+  check(options.max_test >= 0, "load_dataset: max_test ", options.max_test, " is negative");
+  const bool test = options.read_test;
+  if (name == "cub") d = read_cub(root, test);
+  else if (name == "scars") d = read_scars(root, test);
+  else if (name == "aircraft") d = read_aircraft(root, test);
+  else if (name == "herbarium19") d = read_herbarium19(root, test);
+  else if (name == "cifar10") d = read_cifar(root, 10, test);
+  else if (name == "cifar100") d = read_cifar(root, 100, test);
+  else if (name == "imagenet100") d = read_imagenet100(root, test);
+  else if (name == "fmnist") d = read_fashion_mnist(root.empty() ? "/usr/share/datasets/fashion-mnist" : root, test);
+  else if (name == "folder") d = read_folder(root, options.num_classes, test);
   else {
     std::string known;
     for (const std::string& n : dataset_names()) known += " " + n;
@@ -36,6 +38,19 @@ Dataset load_dataset(const std::string& name, const std::string& root, const Dat
     d.train.resize(static_cast<size_t>(options.max_train));
     if (d.in_memory()) d.train_pixels.resize(static_cast<size_t>(options.max_train));
     std::erase_if(d.given_labelled, [&](int64_t i) { return i >= options.max_train; });
+  }
+  if (options.max_test > 0 && options.max_test < static_cast<int64_t>(d.test.size())) {
+    // Evenly spaced, so that a test split ordered by class (CUB) keeps every class's share.
+    const auto n = static_cast<int64_t>(d.test.size());
+    std::vector<DatasetItem> items;
+    std::vector<Image> pixels;
+    for (int64_t k = 0; k < options.max_test; ++k) {
+      const auto i = static_cast<size_t>(k * n / options.max_test);
+      items.push_back(d.test[i]);
+      if (!d.test_pixels.empty()) pixels.push_back(std::move(d.test_pixels[i]));
+    }
+    d.test = std::move(items);
+    d.test_pixels = std::move(pixels);
   }
   return d;
 }

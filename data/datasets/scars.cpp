@@ -1,6 +1,7 @@
 // Stanford Cars as SimGCD's CarsDataset reads it: devkit/cars_train_annos.mat, the struct array
 // `annotations` in file order, image = cars_train/<fname>, label = class - 1. (The reference
-// takes fields 5 and 4 by position, which are fname and class in the devkit files.)
+// takes fields 5 and 4 by position, which are fname and class in the devkit files.) The test split:
+// devkit/cars_test_annos_withlabels.mat with images in cars_test/, read the same way.
 #include <filesystem>
 
 #include "data/class_splits.h"
@@ -22,20 +23,11 @@ constexpr const char* kHowToObtain =
     "cars_test_annos_withlabels.mat.";
 constexpr int64_t kClasses = 196;
 
-}  // namespace
-
-Dataset read_scars(const std::string& root) {
-  const std::string annos = (fs::path(root) / "devkit" / "cars_train_annos.mat").string();
-  const fs::path images = fs::path(root) / "cars_train";
-  require_file("scars", annos, kHowToObtain);
-  require_dir("scars", images.string(), kHowToObtain);
-
+// The annotations of one split in file order: image = images/<fname>, label = class - 1.
+std::vector<DatasetItem> read_annotations(const std::string& annos, const fs::path& images) {
   const MatArray annotations = read_mat_variable(annos, "annotations");
   check(annotations.kind == MatArray::Kind::structure, annos, ": 'annotations' is not a struct array");
-  Dataset d;
-  d.name = "scars";
-  d.root = root;
-  d.num_classes = kClasses;
+  std::vector<DatasetItem> items;
   for (int64_t i = 0; i < annotations.numel(); ++i) {
     const MatArray& fname = annotations.field(i, "fname");
     const MatArray& label = annotations.field(i, "class");
@@ -45,7 +37,29 @@ Dataset read_scars(const std::string& root) {
     const double target = label.numbers[0];
     check(target >= 1 && target <= kClasses && target == static_cast<double>(static_cast<int64_t>(target)), annos,
           ": annotation ", i, " (", fname.text, ") has class ", target, ", expected an integer in 1..", kClasses);
-    d.train.push_back({(images / fname.text).string(), static_cast<int64_t>(target) - 1});
+    items.push_back({(images / fname.text).string(), static_cast<int64_t>(target) - 1});
+  }
+  return items;
+}
+
+}  // namespace
+
+Dataset read_scars(const std::string& root, bool with_test) {
+  const std::string annos = (fs::path(root) / "devkit" / "cars_train_annos.mat").string();
+  const fs::path images = fs::path(root) / "cars_train";
+  require_file("scars", annos, kHowToObtain);
+  require_dir("scars", images.string(), kHowToObtain);
+
+  Dataset d;
+  d.name = "scars";
+  d.root = root;
+  d.num_classes = kClasses;
+  d.train = read_annotations(annos, images);
+  const std::string test_annos = (fs::path(root) / "devkit" / "cars_test_annos_withlabels.mat").string();
+  if (with_test && fs::exists(test_annos)) {
+    require_dir("scars", (fs::path(root) / "cars_test").string(), kHowToObtain);
+    d.test = read_annotations(test_annos, fs::path(root) / "cars_test");
+    require_item_files("scars", d.test, "test");
   }
   require_item_files("scars", d.train);
   const SsbClassSplit& split = ssb_class_split("scars");

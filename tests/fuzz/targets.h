@@ -39,7 +39,7 @@ inline int cifar(const uint8_t* data, size_t size) {
       write_scratch(dir + "/data_batch_" + std::to_string(i) + (python ? "" : ".bin"), batch);
   }
   return guarded(
-      [&] { (void)mcdl::dataset_io::read_cifar(scratch_dir() + "/" + dir, classes); });
+      [&] { (void)mcdl::dataset_io::read_cifar(scratch_dir() + "/" + dir, classes, false); });
 }
 
 // The CSV reader of the command-line tools (tools/common/csv_table, mcdl_eval's predictions):
@@ -86,7 +86,7 @@ inline int fashion_mnist(const uint8_t* data, size_t size) {
   write_scratch(dir + "/train-labels-idx1-ubyte" + (labels_gz ? ".gz" : ""), labels);
   write_scratch(dir + "/train-images-idx3-ubyte" + (images_gz ? ".gz" : ""), images);
   return guarded(
-      [&] { (void)mcdl::dataset_io::read_fashion_mnist(scratch_dir() + "/" + dir); });
+      [&] { (void)mcdl::dataset_io::read_fashion_mnist(scratch_dir() + "/" + dir, false); });
 }
 
 // The MATLAB level-5 reader (data/mat_file): the header, data element tags (small and normal),
