@@ -404,4 +404,14 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
   return to_result(std::move(best), all.device());
 }
 
+std::vector<int64_t> nearest_centres(const Tensor& features, const Tensor& centres) {
+  check(features.defined() && centres.defined() && features.dim() == 2 && centres.dim() == 2 &&
+            features.size(1) == centres.size(1) && centres.size(0) >= 1,
+        "nearest_centres: expected features [N, D] and centres [k, D] with k >= 1, got ", features, " and ", centres);
+  const Tensor host = centres.to(Device::cpu()).to(DType::f32);
+  Centres c{host.size(0), host.size(1), {}};
+  c.values.assign(host.data<float>(), host.data<float>() + c.k * c.dim);
+  return Points(features).nearest(c);
+}
+
 }  // namespace mcdl

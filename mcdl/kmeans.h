@@ -58,4 +58,8 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options);
 KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<int64_t>& labelled_indices,
                                     const std::vector<int64_t>& labelled_classes, const KMeansOptions& options);
 
+// The nearest of `centres` [k, D] to each row of `features` [N, D] (squared Euclidean distance,
+// the lowest index on a tie): how a clustering found on some images labels new ones.
+std::vector<int64_t> nearest_centres(const Tensor& features, const Tensor& centres);
+
 }  // namespace mcdl

@@ -57,10 +57,11 @@ void write_known_classes(const RunDirectory& run, const Dataset& dataset) {
 }  // namespace
 
 void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume) {
-  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled\n",
+  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled%s\n",
                config.dataset.c_str(), static_cast<long long>(data.dataset.size()),
                static_cast<long long>(data.num_classes()), static_cast<long long>(data.num_old_classes()),
-               data.labelled.size(), data.unlabelled.size());
+               data.labelled.size(), data.unlabelled.size(),
+               data.evaluates_test() ? ("; " + std::to_string(data.test.size()) + " test images").c_str() : "");
   run.write_text("config.json", config_to_json(config));
   if (resume) return;
   write_split_csv(run.file("split.csv"), data.dataset, data.split);

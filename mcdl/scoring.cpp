@@ -29,18 +29,30 @@ ClusterAccuracy known_accuracy(const KnownLabels& k, bool balanced) {
                   : split_cluster_acc_v2(k.truth, k.predictions, k.is_old);
 }
 
-ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too) {
+std::vector<std::string> accuracy_columns(bool balanced_too, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const char* suffix : {"", "_v2b"}) {
+    if (*suffix && !balanced_too) break;
+    for (const char* part : {"all", "old", "new"}) names.push_back(prefix + part + suffix);
+  }
+  return names;
+}
+
+ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too,
+                                const std::string& prefix) {
   const ClusterAccuracy acc = known_accuracy(known, false);
-  row.push_back({"all", acc.all});
-  row.push_back({"old", acc.old_classes});
-  row.push_back({"new", acc.new_classes});
+  const std::vector<std::string> names = accuracy_columns(balanced_too, prefix);
+  std::vector<double> values = {acc.all, acc.old_classes, acc.new_classes};
   if (balanced_too) {
     const ClusterAccuracy bal = known_accuracy(known, true);
-    row.push_back({"all_v2b", bal.all});
-    row.push_back({"old_v2b", bal.old_classes});
-    row.push_back({"new_v2b", bal.new_classes});
+    values.insert(values.end(), {bal.all, bal.old_classes, bal.new_classes});
   }
+  for (size_t i = 0; i < names.size(); ++i) row.push_back({names[i], values[i]});
   return acc;
+}
+
+std::string accuracy_summary(const ClusterAccuracy& acc) {
+  return "All " + percent(acc.all) + " Old " + percent(acc.old_classes) + " New " + percent(acc.new_classes);
 }
 
 std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,

@@ -21,9 +21,14 @@ struct KnownLabels {
 KnownLabels known_labels(const std::vector<int64_t>& truth, const std::vector<int64_t>& predictions,
                          const std::vector<bool>& is_old);
 ClusterAccuracy known_accuracy(const KnownLabels& known, bool balanced);
-// Appends all/old/new (and, for datasets scored balanced, all_v2b/old_v2b/new_v2b) to the
-// metrics row; returns the v2 accuracy.
-ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too);
+// The columns append_accuracy fills: <prefix>all/old/new and, for datasets scored balanced too,
+// <prefix>all_v2b/old_v2b/new_v2b (prefix "" for the unlabelled images, "test_" for the test split).
+std::vector<std::string> accuracy_columns(bool balanced_too, const std::string& prefix = "");
+// Appends those columns to the metrics row; returns the v2 accuracy.
+ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too,
+                                const std::string& prefix = "");
+// "All 61.9 Old 70.1 New 57.8" (percentages) for the summary lines.
+std::string accuracy_summary(const ClusterAccuracy& acc);
 // "id,prediction,label,old" rows (old/new/unknown by the label).
 std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,
                             const std::vector<int64_t>& truth, int64_t num_old_classes);

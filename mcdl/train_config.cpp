@@ -120,6 +120,10 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"keep-every", "also keep the checkpoint of every N-th epoch (0: only the last)", &c.keep_every},
       {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
       {"eval-subset", "evaluate on the first N unlabelled images only, for quick checks (0: all)", &c.eval_subset},
+      {"eval-on", "what each evaluation scores: unlabelled (the unlabelled training images, transductive, as the "
+                  "papers report), test (the layout's test split, inductive), both, or auto (both where the layout "
+                  "has a test split; config.json records the choice)", &c.eval_on},
+      {"max-test", "evaluate on N test images only, evenly spaced over the test split (0: all)", &c.max_test},
       {"eval-every", "score every N-th epoch and the last one (0: the last only; the others' metrics are empty)",
        &c.eval_every},
       {"progress", "progress bar on a terminal (true/false)", &c.progress},
@@ -196,6 +200,9 @@ void validate_config(const TrainConfig& c) {
   check(c.head_init_std > 0, "--head-init-std must be positive");
   check(c.head_hidden >= 1 && c.head_bottleneck >= 1, "--head-hidden and --head-bottleneck must be positive");
   check(c.eval_subset >= 0, "--eval-subset must not be negative");
+  check(c.eval_on == "auto" || c.eval_on == "unlabelled" || c.eval_on == "test" || c.eval_on == "both",
+        "--eval-on '", c.eval_on, "': expected unlabelled, test, both or auto");
+  check(c.max_test >= 0, "--max-test must not be negative");
   check(c.eval_every >= 0, "--eval-every must not be negative");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");
   check(c.clusters >= -1 && c.k_max >= 1, "--clusters must be auto, 0 or a positive number, --k-max positive");

@@ -83,6 +83,10 @@ struct TrainConfig {
   int64_t keep_every = 0;              // also keep every N-th epoch's checkpoint
   int64_t eval_batch_size = 256;
   int64_t eval_subset = 0;             // evaluate on the first N unlabelled images only (0: all)
+  // unlabelled (transductive), test (inductive, the layout's test split), both; auto: both where the
+  // layout has a test split, else unlabelled (config.json records the resolved choice).
+  std::string eval_on = "auto";
+  int64_t max_test = 0;                // evaluate on N test images, evenly spaced (0: all)
   int64_t eval_every = 1;              // score every N-th epoch and the last (0: the last only)
   bool progress = true;                // progress bar on a terminal
   // Validation inside the labelled set (README: "Choosing settings without the unlabelled labels").

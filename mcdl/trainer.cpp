@@ -86,6 +86,9 @@ class Trainer {
   void make_optimizer();
   void write_predictions(const std::vector<int64_t>& predictions);
   std::string append_validation(MetricsRow& row, const std::vector<int64_t>& predictions);
+  // The inductive columns on the test split's predictions (the classes matched on that split
+  // alone); returns the summary line's part. On the final evaluation also test_predictions.csv.
+  std::string append_test(MetricsRow& row, const std::vector<int64_t>& predictions, bool final);
 
   TrainConfig config_;
   Method method_;
@@ -103,9 +106,11 @@ class Trainer {
   std::vector<bool> eval_is_old_;
   std::vector<int64_t> eval_val_truth_;  // the validation images' labels (−1 for the others)
   std::vector<bool> eval_val_is_old_;
+  std::unique_ptr<EvaluationSet> test_eval_;  // the test split (--eval-on test or both)
   SimGCDLossConfig loss_config_;
   RunProgress progress_;
-  ClusterAccuracy last_accuracy_{};
+  ClusterAccuracy last_accuracy_{std::nan(""), std::nan(""), std::nan("")};
+  ClusterAccuracy last_test_accuracy_{std::nan(""), std::nan(""), std::nan("")};
 };
 
 // The checked config with the MCDL variant's defaults filled in, as config.json records it.
@@ -122,6 +127,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
       run_(config_.out),
       data_(load_training_data(config_)) {
   config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
+  config_.eval_on = data_.eval_on;
   clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);
   model_ = build_model(config_, clusters_);
@@ -141,15 +147,16 @@ Trainer::Trainer(TrainConfig config, bool resume)
     bank_strong_ = std::make_unique<MemoryBank>(n, clusters_, config_.mu, device_);
   }
   const EvaluationOptions eval_options = evaluation_options(config_, data_, device_);
-  // The evaluation set: the unlabelled images (or the first --eval-subset of them), then the
-  // validation images, if any (their labels score the validation columns only).
-  const size_t n_real = data_.first_validation;
+  // The evaluation set: the unlabelled images (or the first --eval-subset of them; none when only
+  // the test split is scored, except for k-means, which clusters them), then the validation images, if any (their labels score the
+  // validation columns only).
+  const size_t n_real = data_.evaluates_unlabelled() || method_ == Method::kmeans ? data_.first_validation : 0;
   const size_t n_eval =
       config_.eval_subset > 0 ? std::min(n_real, static_cast<size_t>(config_.eval_subset)) : n_real;
   const std::vector<int64_t> truth = data_.unlabelled_labels(), val_truth = data_.validation_labels();
   const std::vector<bool> is_old = data_.unlabelled_is_old(), val_is_old = data_.validation_is_old();
   for (size_t p = 0; p < data_.unlabelled.size(); ++p) {
-    if (p >= n_eval && p < n_real) continue;
+    if (p >= n_eval && p < data_.first_validation) continue;
     eval_indices_.push_back(data_.unlabelled[p]);
     eval_truth_.push_back(truth[p]);
     eval_is_old_.push_back(is_old[p]);
@@ -157,6 +164,7 @@ Trainer::Trainer(TrainConfig config, bool resume)
     eval_val_is_old_.push_back(val_is_old[p]);
   }
   eval_ = std::make_unique<EvaluationSet>(*data_.cache, eval_indices_, eval_options);
+  if (data_.evaluates_test()) test_eval_ = std::make_unique<EvaluationSet>(*data_.test_cache, data_.test, eval_options);
   if (resume_) load_checkpoint();
 }
 
@@ -168,6 +176,7 @@ RunSummary Trainer::run() {
        [this](int64_t epoch, MetricsRow& row, bool final) { evaluate(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
   summary.accuracy = last_accuracy_;
+  summary.test_accuracy = last_test_accuracy_;
   return summary;
 }
 
@@ -229,8 +238,11 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
 // The columns evaluate() fills, in its order: an epoch that is not scored (--eval-every) gets them
 // empty, so every metrics row has the same columns.
 std::vector<std::string> Trainer::evaluation_columns() const {
-  std::vector<std::string> names = {"all", "old", "new"};
-  if (data_.dataset.balanced_accuracy) names.insert(names.end(), {"all_v2b", "old_v2b", "new_v2b"});
+  std::vector<std::string> names;
+  const bool balanced = data_.dataset.balanced_accuracy;
+  if (data_.evaluates_unlabelled()) names = accuracy_columns(balanced);
+  if (data_.evaluates_test())
+    for (const std::string& name : accuracy_columns(balanced, "test_")) names.push_back(name);
   if (bank_weak_) names.insert(names.end(), {"high", "medium", "low", "high_pseudo_acc", "medium_pseudo_acc"});
   if (data_.has_validation()) names.insert(names.end(), {"val_all", "val_old", "val_new"});
   if (data_.has_validation() && bank_weak_)
@@ -247,10 +259,15 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
     return;
   }
   const ProfileRange range(device_, "evaluation");
-  const std::vector<int64_t> predictions = eval_->predict(*model_);
+  // The unlabelled images (transductive) and the validation images, then the test split.
+  const std::vector<int64_t> predictions = eval_->size() > 0 ? eval_->predict(*model_) : std::vector<int64_t>{};
   const KnownLabels known = known_labels(eval_truth_, predictions, eval_is_old_);
-  const ClusterAccuracy acc = append_accuracy(row, known, data_.dataset.balanced_accuracy);
-  last_accuracy_ = acc;
+  std::string scores;
+  if (data_.evaluates_unlabelled()) {
+    last_accuracy_ = append_accuracy(row, known, data_.dataset.balanced_accuracy);
+    scores = "  " + accuracy_summary(last_accuracy_);
+  }
+  if (test_eval_) scores += append_test(row, test_eval_->predict(*model_), final);
   std::string buckets;
   if (bank_weak_) {
     const std::vector<int64_t> cluster_to_class =
@@ -267,14 +284,13 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
               percent(report.medium_accuracy);
   }
   const std::string validation = append_validation(row, predictions);
-  // The summary line: every loss term, lr, accuracy, buckets and the validation signal.
+  // The summary line: every loss term, lr, accuracies, buckets and the validation signal.
   const std::string losses = loss_summary(row);
-  std::printf("epoch %lld/%lld  %s  lr %.5f  All %s Old %s New %s%s%s\n", static_cast<long long>(epoch + 1),
-              static_cast<long long>(config_.epochs), losses.c_str(), row[1].second, percent(acc.all).c_str(),
-              percent(acc.old_classes).c_str(), percent(acc.new_classes).c_str(), buckets.c_str(),
+  std::printf("epoch %lld/%lld  %s  lr %.5f%s%s%s\n", static_cast<long long>(epoch + 1),
+              static_cast<long long>(config_.epochs), losses.c_str(), row[1].second, scores.c_str(), buckets.c_str(),
               validation.c_str());
   std::fflush(stdout);
-  if (!final) return;
+  if (!final || !data_.evaluates_unlabelled()) return;
   write_predictions(predictions);
   // The evaluated images' backbone features, row for row with predictions.csv: mcdl_report's
   // embedding (the frozen part is cached, so only the last block runs again).
@@ -303,6 +319,15 @@ std::string Trainer::append_validation(MetricsRow& row, const std::vector<int64_
     line += "  precision H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
   }
   return line;
+}
+
+std::string Trainer::append_test(MetricsRow& row, const std::vector<int64_t>& predictions, bool final) {
+  const std::vector<int64_t> truth = data_.test_labels();
+  last_test_accuracy_ = append_accuracy(row, known_labels(truth, predictions, data_.test_is_old()),
+                                        data_.dataset.balanced_accuracy, "test_");
+  if (final)
+    run_.write_text("test_predictions.csv", predictions_csv(data_.test, predictions, truth, data_.num_old_classes()));
+  return "  test " + accuracy_summary(last_test_accuracy_);
 }
 
 void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
@@ -354,16 +379,20 @@ RunSummary Trainer::run_kmeans() {
   const KMeansResult result = kmeans(features, options);
   const ClusterAccuracy acc = known_accuracy(known_labels(eval_truth_, result.assignment, eval_is_old_), false);
   MetricsRow row{{"epoch", 0}, {"all", acc.all}, {"old", acc.old_classes}, {"new", acc.new_classes}};
+  // Inductive: each test image takes the cluster of its nearest centre.
+  const std::string test =
+      test_eval_ ? append_test(row, nearest_centres(test_eval_->features(model_->backbone, true), result.centres), true)
+                 : std::string();
   const std::string validation = append_validation(row, result.assignment);
   row.push_back({"inertia", result.inertia});
   row.push_back({"seconds", seconds_since(start)});
   run_.append_metrics(row);
-  std::printf("kmeans (k=%lld, %lld restarts)  All %s Old %s New %s%s\n", static_cast<long long>(options.k),
-              static_cast<long long>(options.restarts), percent(acc.all).c_str(), percent(acc.old_classes).c_str(),
-              percent(acc.new_classes).c_str(), validation.c_str());
+  std::printf("kmeans (k=%lld, %lld restarts)  %s%s%s\n", static_cast<long long>(options.k),
+              static_cast<long long>(options.restarts), accuracy_summary(acc).c_str(), test.c_str(), validation.c_str());
   write_predictions(result.assignment);
   RunSummary summary;
   summary.accuracy = acc;
+  summary.test_accuracy = last_test_accuracy_;
   summary.seconds = seconds_since(start);
   return summary;
 }
@@ -381,6 +410,8 @@ TrainConfig resume_config(const std::string& run_dir) {
   if (text.find("\"mcdl-variant\"") == std::string::npos) config.mcdl_variant = "paper";
   // Nor had a run saved before --precision: it computed in fp32.
   if (text.find("\"precision\"") == std::string::npos) config.precision = "fp32";
+  // Nor had a run saved before --eval-on: it scored the unlabelled images only.
+  if (text.find("\"eval-on\"") == std::string::npos) config.eval_on = "unlabelled";
   return config;
 }
 

@@ -5,6 +5,7 @@
 // checkpoint; a run can resume from its last checkpoint and, on the CPU backend, continues
 // bit for bit as if it had not stopped.
 #pragma once
+#include <cmath>
 #include <string>
 
 #include "mcdl/cluster_accuracy.h"
@@ -13,7 +14,10 @@
 namespace mcdl {
 
 struct RunSummary {
-  ClusterAccuracy accuracy{};  // v2 All / Old / New of the last evaluation
+  // v2 All / Old / New of the last evaluation on the unlabelled training images (transductive)
+  // and on the test split (inductive); NaN where not scored.
+  ClusterAccuracy accuracy{std::nan(""), std::nan(""), std::nan("")};
+  ClusterAccuracy test_accuracy{std::nan(""), std::nan(""), std::nan("")};
   int64_t epochs_completed = 0;
   int64_t iterations = 0;
   double seconds = 0.0;

@@ -1,7 +1,8 @@
 // Everything a run reads before its first step: the dataset from its layout, the GCD split
 // (labelled / unlabelled, remapped labels), and the decoded, resized images. Images that fail
 // to decode stop the run with the list, or, with skip_bad_images, are dropped after the split
-// is drawn (so the split itself never shifts).
+// is drawn (so the split itself never shifts). With --eval-on test or both, the same for the
+// layout's test split.
 #pragma once
 #include <memory>
 #include <vector>
@@ -26,6 +27,16 @@ struct TrainingData {
   size_t first_validation = 0;
   std::vector<int64_t> validation_classes;  // the known classes held out whole (remapped labels)
   Normalization normalization;
+  // What the evaluation scores (--eval-on resolved: auto is both where the layout has a test
+  // split, else unlabelled).
+  std::string eval_on;
+  // The test split when it is scored: its images as a dataset of their own (train = the test
+  // items), their cache, and the indices into test_set.train kept (unreadable images dropped with
+  // --skip-bad-images); labels remapped as the training labels.
+  Dataset test_set;
+  std::unique_ptr<ImageCache> test_cache;
+  std::vector<int64_t> test;
+  std::vector<int64_t> test_label;  // per test_set.train index
 
   int64_t num_classes() const { return split.num_classes; }
   int64_t num_old_classes() const { return split.num_old_classes; }
@@ -37,6 +48,11 @@ struct TrainingData {
   // Per unlabelled-pool position: the label of a validation image (−1 elsewhere), and whether
   // its class kept labelled images ("validation old") or was held out whole ("validation new").
   bool has_validation() const { return first_validation < unlabelled.size(); }
+  bool evaluates_unlabelled() const { return eval_on != "test"; }
+  bool evaluates_test() const { return eval_on != "unlabelled"; }
+  // Per position in `test`: the remapped label and whether it is an old class.
+  std::vector<int64_t> test_labels() const;
+  std::vector<bool> test_is_old() const;
   std::vector<int64_t> validation_labels() const;
   std::vector<bool> validation_is_old() const;
 };

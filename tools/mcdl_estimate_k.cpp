@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   mcdl::check(restarts >= 1 && k_min >= 1 && k_max >= k_min, "--restarts and --k-min must be at least 1 and ",
               "--k-max at least --k-min");
   mcdl::validate_config(config);
+  config.eval_on = "unlabelled";  // the estimate reads the training images only
   const mcdl::Device device = mcdl::select_device(config.device);
   mcdl::select_matmul_precision(config.precision, device);
   const mcdl::TrainingData data = mcdl::load_training_data(config);

@@ -1,6 +1,7 @@
 // ./mcdl_train DATASET [options]: trains SimGCD + MCDL (or the SimGCD, GCD and k-means
 // baselines) on a GCD dataset and writes a run directory. See --help and the README.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,7 +23,8 @@ void print_help() {
       "       ./mcdl_train --config RUN_DIR/config.json [options]\n\n"
       "Trains SimGCD + MCDL (Memory Consistency Guided Divide-and-Conquer Learning) for Generalized\n"
       "Category Discovery, or the baselines (--method simgcd, gcd, kmeans), and reports All / Old / New\n"
-      "clustering accuracy on the unlabelled training images.\n\n"
+      "clustering accuracy on the unlabelled training images (transductive) and on the dataset's test\n"
+      "split where its layout has one (inductive; see --eval-on).\n\n"
       "DATASET: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder\n\n"
       "options (defaults are the paper's / SimGCD's):\n");
   mcdl::TrainConfig defaults;
@@ -98,8 +100,17 @@ int run(int argc, char** argv) {
                 " or choose another --out");
   }
   const mcdl::RunSummary summary = mcdl::run_training(config, resume);
-  std::printf("final  All %.2f  Old %.2f  New %.2f  (%.0f s)\n", 100 * summary.accuracy.all,
-              100 * summary.accuracy.old_classes, 100 * summary.accuracy.new_classes, summary.seconds);
+  // The last epoch, never a selected one: transductive (the unlabelled training images) and
+  // inductive (the test split), each where scored.
+  std::string line = "final";
+  char part[96];
+  for (const auto& [label, acc] : {std::pair{"", summary.accuracy}, std::pair{"test ", summary.test_accuracy}}) {
+    if (std::isnan(acc.all)) continue;
+    std::snprintf(part, sizeof part, "  %sAll %.2f  Old %.2f  New %.2f", label, 100 * acc.all, 100 * acc.old_classes,
+                  100 * acc.new_classes);
+    line += part;
+  }
+  std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
   // The pictures of the run: curves.svg and report.html (config.out is the run directory, resumed too).
   std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
   return 0;

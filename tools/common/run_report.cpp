@@ -204,8 +204,10 @@ std::string write_run_report(const std::string& run_dir) {
   for (const auto& row : metrics.rows) x.push_back(value_of(row[static_cast<size_t>(epoch)]) + 1.0);
 
   std::vector<Panel> panels;
-  add_panel(panels, metrics, "Accuracy on the unlabelled training images (v2, %)",
+  add_panel(panels, metrics, "Accuracy on the unlabelled training images (transductive, v2, %)",
             {"all", "old", "new", "val_all", "val_old", "val_new"}, 100.0);
+  add_panel(panels, metrics, "Accuracy on the test split (inductive, v2, %)", {"test_all", "test_old", "test_new"},
+            100.0);
   add_panel(panels, metrics, "Loss terms", {"loss", "cls", "cluster", "memax", "contrastive", "supcon", "l_sup",
                                             "l_semi", "l_self"});
   add_panel(panels, metrics, "Credibility buckets (unlabelled samples)", {"high", "medium", "low"});
