@@ -1,7 +1,8 @@
 // A tiny GCD dataset in the folder layout, drawn by the tests: 6 classes of coloured squares on
 // a noisy grey background (the colour is the class), 36 images each. ROOT/labelled/class<k>/
 // holds half of each old class (0–2); everything else is in ROOT/unlabelled/ with its class in
-// ROOT/unlabelled_labels.csv. Made once per process (and name) under the temp directory.
+// ROOT/unlabelled_labels.csv; with test_per_class > 0 also a test split, ROOT/test/class<k>/ with
+// that many new images of every class. Made once per process (and name) under the temp directory.
 #pragma once
 #include <unistd.h>
 
@@ -34,7 +35,7 @@ inline Image coloured_square(int cls, RandomStream& stream) {
   return image;
 }
 
-inline std::filesystem::path coloured_squares_dataset(const std::string& name = "squares") {
+inline std::filesystem::path coloured_squares_dataset(const std::string& name = "squares", int test_per_class = 0) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("mcdl-" + name + "-" + std::to_string(::getpid()));
   if (fs::exists(root / "unlabelled_labels.csv")) return root;
@@ -52,6 +53,10 @@ inline std::filesystem::path coloured_squares_dataset(const std::string& name = 
         write_png((root / "unlabelled" / file).string(), coloured_square(cls, stream));
         labels << file << "," << class_name << "\n";
       }
+    }
+    for (int i = 0; i < test_per_class; ++i) {
+      fs::create_directories(root / "test" / class_name);
+      write_png((root / "test" / class_name / ("t" + std::to_string(i) + ".png")).string(), coloured_square(cls, stream));
     }
   }
   return root;
