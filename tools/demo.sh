@@ -69,12 +69,13 @@ done | OMP_NUM_THREADS=$threads COMMON="$common" OUT="$out" xargs -P "$jobs" -L 
     echo "  FAILED: $name (see $OUT/$name.log)"; tail -n 5 "$OUT/$name.log"; exit 255
   fi'
 
-# The last row of each run's metrics: All / Old / New (v2, on the unlabelled training images),
-# as mean ± sample standard deviation over the seeds.
+# The last row of each run's metrics: All / Old / New (v2) on the unlabelled training images
+# (prefix "") or on the test split (prefix "test_"), as mean ± sample standard deviation over the
+# seeds.
 row() {
   for seed in $seeds; do
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-      { all = $col["all"]; old = $col["old"]; new = $col["new"] }
+    awk -F, -v p="$3" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+      { all = $col[p "all"]; old = $col[p "old"]; new = $col[p "new"] }
       END { printf "%f %f %f\n", 100 * all, 100 * old, 100 * new }' "$out/$1_s$seed/metrics.csv"
   done | awk -v name="$2" '
     { for (j = 1; j <= 3; j++) { s[j] += $j; q[j] += $j * $j } n++ }
@@ -89,14 +90,20 @@ row() {
 }
 first_method=${methods%% *}
 unlabelled=$(grep -o '[0-9]* unlabelled' "$out/${first_method}_s${seeds%% *}.log" | head -n 1)
-echo
-echo "Fashion-MNIST, first $max_train training images: classes 0-4 known (half of their images labelled),"
-echo "5-9 new; accuracy on the $unlabelled images (v2 Hungarian), mean ± std over seeds $seeds,"
-echo "$where, $(($(date +%s) - start)) s in all:"
-echo
-printf "%-24s %13s %13s %13s\n" method All Old New
+test_images=$(grep -o '[0-9]* test images' "$out/${first_method}_s${seeds%% *}.log" | head -n 1)
 declare -A method_names=([kmeans]="k-means" [simgcd]="SimGCD" [robust]="SimGCD + MCDL (robust)"
   [paper]="SimGCD + MCDL (paper)")
-for m in kmeans simgcd robust paper; do
-  case " $methods " in *" $m "*) row "$m" "${method_names[$m]}" ;; esac
-done
+table() {
+  echo
+  printf "%-24s %13s %13s %13s\n" "$1" All Old New
+  for m in kmeans simgcd robust paper; do
+    case " $methods " in *" $m "*) row "$m" "${method_names[$m]}" "$2" ;; esac
+  done
+}
+echo
+echo "Fashion-MNIST, first $max_train training images: classes 0-4 known (half of their images labelled),"
+echo "5-9 new; v2 (Hungarian) accuracy of the last epoch, mean ± std over seeds $seeds,"
+echo "$where, $(($(date +%s) - start)) s in all."
+table "on the $unlabelled" ""
+[ -n "$test_images" ] && table "on the $test_images" test_
+exit 0
