@@ -15,6 +15,9 @@ struct PickleNode {
   std::string text;                      // string / bytes / big integer bytes / global or object name
   std::vector<PickleValue> items;        // list / tuple
   std::vector<PickleDictEntry> entries;  // dict
+  // dict: position in entries by key (dict_key_text), so that a dict of n keys is built in O(n)
+  // and not by comparing each new key with every earlier one; rebuilt when out of step.
+  std::unordered_map<std::string, size_t> entry_index;
   PickleValue args, state;               // object: argument tuple; object or dict: BUILD state
   bool sealed = false;                   // stored inside another value: no longer modifiable
   int64_t height = 0;                    // nesting depth: 0 for text, 1 + the deepest child for containers
@@ -483,17 +486,20 @@ class PickleMachine {
       }
       adopt(dict, key);
       adopt(dict, flat[i + 1]);
-      // A repeated key replaces the value, as in Python.
-      auto same = std::find_if(node.entries.begin(), node.entries.end(), [&](const PickleDictEntry& e) {
-        if (e.first.kind_ != key.kind_) return false;
-        return key.kind_ == K::integer ? e.first.int_ == key.int_ : e.first.node_->text == key.node_->text;
-      });
-      if (same != node.entries.end()) {
-        same->second = std::move(flat[i + 1]);
-      } else {
-        node.entries.emplace_back(std::move(flat[i]), std::move(flat[i + 1]));
+      if (node.entry_index.size() != node.entries.size()) {
+        node.entry_index.clear();
+        for (size_t e = 0; e < node.entries.size(); ++e) node.entry_index.emplace(dict_key_text(node.entries[e].first), e);
       }
+      // A repeated key replaces the value, as in Python.
+      const auto [at, added] = node.entry_index.emplace(dict_key_text(key), node.entries.size());
+      if (added) node.entries.emplace_back(std::move(flat[i]), std::move(flat[i + 1]));
+      else node.entries[at->second].second = std::move(flat[i + 1]);
     }
+  }
+  // A dict key as one string that tells the kinds apart ('s'tr, 'b'ytes, 'i'nt).
+  static std::string dict_key_text(const PickleValue& key) {
+    if (key.kind_ == K::integer) return "i" + std::to_string(key.int_);
+    return (key.kind_ == K::string ? "s" : "b") + key.node_->text;
   }
 
   // ---- globals and calls ----

@@ -291,3 +291,27 @@ TEST_CASE("pickle: random byte flips give a value or an error, never a crash") {
     }
   }
 }
+
+TEST_CASE("pickle: a dict of many keys, repeated ones replacing their value in place, str / bytes / int apart") {
+  // {0: 0, 1: 1, ..., n-1: n-1} by SETITEM one key at a time (BININT), then key 7 again, then
+  // the str '7' and the bytes b'7', which are other keys.
+  const int n = 200000;
+  std::string bytes = "\x80\x02}"s;
+  auto binint = [](int value) {
+    std::string out = "J"s;
+    for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>((value >> shift) & 0xff);
+    return out;
+  };
+  for (int i = 0; i < n; ++i) bytes += binint(i) + binint(i) + "s";
+  bytes += binint(7) + binint(-7) + "s";
+  bytes += "X\x01\x00\x00\x00"s + "7" + binint(1) + "s";
+  bytes += "C\x01"s + "7" + binint(2) + "s.";
+  const PickleValue v = load(bytes);
+  const auto& entries = v.entries();
+  REQUIRE(entries.size() == static_cast<size_t>(n) + 2);
+  CHECK(entries[7].first.as_int() == 7);
+  CHECK(entries[7].second.as_int() == -7);  // replaced where it stood, as Python's dict does
+  CHECK(entries[n - 1].second.as_int() == n - 1);
+  CHECK(v.at("7").as_int() == 1);
+  CHECK(entries.back().first.is(K::bytes));
+}

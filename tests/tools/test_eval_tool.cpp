@@ -109,6 +109,8 @@ TEST_CASE("mcdl_eval: malformed input exits 1 with one line naming the file, lin
       {"bad_old.csv", "id,prediction,label,old\n1,0,0,maybe\n", "", ":2: column 'old': 'maybe' is neither old/new"},
       {"no_old.csv", "id,prediction,label\n1,0,0\n", "", "no column 'old' or 'split' says which samples are old"},
       {"empty.csv", "", "", ": the file is empty (no header line)"},
+      {"twice.csv", "id,prediction,label,id\n1,0,0,1\n", "", ":1: header names column 'id' twice"},
+      {"unnamed.csv", "id,,label\n1,0,0\n", "", ":1: header column 2 has no name"},
       {"header_only.csv", "id,prediction,label\n", "", ": no samples after the header"},
       {"quote.csv", "id,prediction,label\n\"1,0,0\n", "", ":2: field 1 has an unterminated quote"},
       {"option.csv", "id,prediction,label\n1,0,0\n", "--old-classes two", "--old-classes needs a non-negative integer"},

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <unordered_set>
 
 #include "engine/error.h"
 
@@ -98,10 +99,10 @@ CsvTable read_csv(const std::string& path) {
     if (trim(line).empty()) continue;
     std::vector<std::string> fields = split_fields(line, path, line_number);
     if (table.header.empty()) {
+      std::unordered_set<std::string> names;  // linear in the header's width, however wide
       for (size_t c = 0; c < fields.size(); ++c) {
         check(!fields[c].empty(), path, ":", line_number, ": header column ", c + 1, " has no name");
-        for (size_t p = 0; p < c; ++p)
-          check(fields[p] != fields[c], path, ":", line_number, ": header names column '", fields[c], "' twice");
+        check(names.insert(fields[c]).second, path, ":", line_number, ": header names column '", fields[c], "' twice");
       }
       table.header = std::move(fields);
       continue;
