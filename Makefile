@@ -98,15 +98,17 @@ ifneq ($(NVCC),)
 endif
 
 # The same suite (CPU backend and emulated kernels) under AddressSanitizer and UBSan, built in its
-# own folder so that it never mixes with $(BUILD)/; any report fails the run. The tool tests run
-# the ordinary ./mcdl_* binaries (uninstrumented): only the test process itself is checked.
+# own folder so that it never mixes with $(BUILD)/; any report fails the run. The tools that the
+# tests run are instrumented builds too ($(ASAN_BUILD)/bin/, found through MCDL_TOOL_DIR), linked
+# with the emulated kernels as a CPU-only build links them.
 ASAN_BUILD := build-asan
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-test-asan: $(TOOL_BINS)
+test-asan:
 	@# CXXFLAGS through the environment, so that the Makefile's own flags (-std, -Werror, ...) still append.
-	CXXFLAGS="-O1 -g" $(MAKE) BUILD=$(ASAN_BUILD) SANITIZE="$(ASAN_FLAGS)" $(ASAN_BUILD)/mcdl_tests
+	CXXFLAGS="-O1 -g" $(MAKE) BUILD=$(ASAN_BUILD) SANITIZE="$(ASAN_FLAGS)" $(ASAN_BUILD)/mcdl_tests \
+	  $(TOOL_BINS:%=$(ASAN_BUILD)/bin/%)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ./$(ASAN_BUILD)/mcdl_tests --test-suite-exclude=slow $(TEST_ARGS)
+	  MCDL_TOOL_DIR=$(CURDIR)/$(ASAN_BUILD)/bin ./$(ASAN_BUILD)/mcdl_tests --test-suite-exclude=slow $(TEST_ARGS)
 
 test-slow: $(TESTS)
 	./$(TESTS) --test-suite=slow $(TEST_ARGS)
@@ -164,6 +166,11 @@ $(TOOL_LIB): $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.o)
 # Tools link the real CUDA library where nvcc exists (the CPU backend is always there).
 $(TOOL_BINS): %: $(BUILD)/tools/%.o $(TOOL_LIB) $(LIB) $(filter %.a,$(KERNEL_LIBS))
 	$(CXX) $(BUILD)/tools/$*.o $(TOOL_LIB) $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+
+# The tools against the emulated kernels, in $(BUILD)/bin/ (test-asan's instrumented copies).
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_LIB) $(LIB) $(EMU_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $^ $(LDLIBS) -o $@
 
 # One folder's tests alone, for quick iteration: make build/tests_data && build/tests_data
 .SECONDEXPANSION:

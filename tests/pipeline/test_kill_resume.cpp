@@ -20,6 +20,7 @@
 #include "io/safetensors.h"
 #include "mcdl/trainer.h"
 #include "tests/synthetic_folder_dataset.h"
+#include "tests/tool_binary.h"
 
 extern char** environ;
 
@@ -30,7 +31,7 @@ namespace {
 
 // Starts ./mcdl_train with `args`, its output into `log`; returns the child's pid.
 pid_t start_mcdl_train(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> all = {"./mcdl_train"};
+  std::vector<std::string> all = {testing::tool_binary("mcdl_train")};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
@@ -64,7 +65,7 @@ std::string metrics_without_time(const fs::path& csv) {
 }  // namespace
 
 TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an uninterrupted run ends") {
-  REQUIRE_MESSAGE(fs::exists("mcdl_train"), "build ./mcdl_train first (make test does)");
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
   const fs::path base = fs::temp_directory_path() / ("mcdl-kill-" + std::to_string(::getpid()));
   fs::remove_all(base);
   fs::create_directories(base);

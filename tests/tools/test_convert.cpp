@@ -16,6 +16,7 @@
 #include "layers/vision_transformer.h"
 #include "tests/io/checkpoint_builders.h"
 #include "tests/layers/vit_test_util.h"
+#include "tests/tool_binary.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;
@@ -326,20 +327,21 @@ TEST_CASE("convert: missing keys, wrong shapes, a wrong configuration and bad na
 }
 
 TEST_CASE("mcdl_convert: the binary's summary, messages and exit codes") {
-  REQUIRE_MESSAGE(std::filesystem::exists("mcdl_convert"), "build ./mcdl_convert first (make test does)");
+  const std::string convert = testing::tool_binary("mcdl_convert");
+  REQUIRE_MESSAGE(std::filesystem::exists(convert), "build ./mcdl_convert first (make test does)");
   TempDir dir("mcdl_test_convert_tool");
   const std::string out = dir.file("stdout"), err = dir.file("stderr");
   const std::string redirect = " > " + out + " 2> " + err;
 
-  CHECK(run("./mcdl_convert --help" + redirect) == 0);
+  CHECK(run(convert + " --help" + redirect) == 0);
   CHECK(read_binary_file(out).find("usage: mcdl_convert IN -o OUT.safetensors") != std::string::npos);
-  CHECK(run("./mcdl_convert" + redirect) == 2);
+  CHECK(run(convert + redirect) == 2);
   CHECK(read_binary_file(err).find("mcdl_convert: no input file") != std::string::npos);
-  CHECK(run("./mcdl_convert x.pth -o y --bogus" + redirect) == 2);
-  CHECK(run("./mcdl_convert x.pth -o y --config depth=zero" + redirect) == 2);
+  CHECK(run(convert + " x.pth -o y --bogus" + redirect) == 2);
+  CHECK(run(convert + " x.pth -o y --config depth=zero" + redirect) == 2);
 
   const std::string converted = dir.file("tiny.safetensors");
-  CHECK(run("./mcdl_convert " + fixture("tiny_full_checkpoint.pth") + " -o " + converted + " --config " + kTinySpec +
+  CHECK(run(convert + " " + fixture("tiny_full_checkpoint.pth") + " -o " + converted + " --config " + kTinySpec +
             redirect) == 0);
   const std::string summary = read_binary_file(out);
   CHECK(summary.find("(torch zip): 32 tensors") != std::string::npos);  // the teacher's 30 + 2 head tensors
@@ -348,11 +350,11 @@ TEST_CASE("mcdl_convert: the binary's summary, messages and exit codes") {
   check_same_tensors(load_safetensors(converted).tensors, tiny_expected());
 
   // The default configuration (ViT-B/16) does not fit the tiny file: exit 1, one line on stderr.
-  CHECK(run("./mcdl_convert " + fixture("tiny_legacy.pth") + " -o " + converted + redirect) == 1);
+  CHECK(run(convert + " " + fixture("tiny_legacy.pth") + " -o " + converted + redirect) == 1);
   const std::string message = read_binary_file(err);
   CHECK(message.rfind("mcdl_convert: dino checkpoint: 'blocks.0.attn.proj.bias' has shape [8] but the configuration",
                       0) == 0);
   CHECK(std::count(message.begin(), message.end(), '\n') == 1);
-  CHECK(run("./mcdl_convert " + dir.file("absent.pth") + " -o " + converted + redirect) == 1);
+  CHECK(run(convert + " " + dir.file("absent.pth") + " -o " + converted + redirect) == 1);
   CHECK(read_binary_file(err).find("cannot open") != std::string::npos);
 }

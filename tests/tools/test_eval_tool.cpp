@@ -11,6 +11,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/tool_binary.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -43,7 +45,7 @@ fs::path write_file(const std::string& name, const std::string& text) {
 }
 
 Outcome run_eval(const std::string& arguments) {
-  const fs::path tool = repo_root() / "mcdl_eval";
+  const fs::path tool = mcdl::testing::tool_binary("mcdl_eval", repo_root().string());
   REQUIRE_MESSAGE(fs::exists(tool), tool.string() << " is missing: build it first (make mcdl_eval)");
   const fs::path out = scratch_dir() / "stdout.txt", err = scratch_dir() / "stderr.txt";
   const std::string command = "'" + tool.string() + "' " + arguments + " > '" + out.string() + "' 2> '" + err.string() + "'";

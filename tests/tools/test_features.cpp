@@ -28,6 +28,7 @@
 #include "mcdl/checkpoint_model.h"
 #include "mcdl/features.h"
 #include "tests/io/checkpoint_builders.h"
+#include "tests/tool_binary.h"
 
 using namespace mcdl;
 using mcdl::testing::TempDir;
@@ -95,7 +96,8 @@ struct Outcome {
 
 // __FILE__ is relative to the repository root, where the tests run.
 Outcome run_tool(const TempDir& scratch, const std::string& arguments) {
-  const fs::path tool = fs::absolute(fs::path(__FILE__)).parent_path().parent_path().parent_path() / "mcdl_features";
+  const fs::path tool = testing::tool_binary(
+      "mcdl_features", fs::absolute(fs::path(__FILE__)).parent_path().parent_path().parent_path().string());
   REQUIRE_MESSAGE(fs::exists(tool), tool.string() << " is missing: build it first (make mcdl_features)");
   const std::string out = scratch.file("stdout.txt"), err = scratch.file("stderr.txt");
   const std::string command = "OMP_NUM_THREADS=2 '" + tool.string() + "' " + arguments + " > '" + out + "' 2> '" +

@@ -13,6 +13,7 @@
 
 #include "mcdl/trainer.h"
 #include "tests/synthetic_folder_dataset.h"
+#include "tests/tool_binary.h"
 #include "tools/common/csv_table.h"
 
 using namespace mcdl;
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 int run_predict(const std::string& arguments, const fs::path& err) {
-  const std::string command = "./mcdl_predict " + arguments + " > /dev/null 2> '" + err.string() + "'";
+  const std::string command = testing::tool_binary("mcdl_predict") + " " + arguments + " > /dev/null 2> '" + err.string() + "'";
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
   return WEXITSTATUS(status);
@@ -30,7 +31,7 @@ int run_predict(const std::string& arguments, const fs::path& err) {
 }  // namespace
 
 TEST_CASE("mcdl_predict: the run's model on new images, known classes by name") {
-  REQUIRE_MESSAGE(fs::exists("mcdl_predict"), "build ./mcdl_predict first (make test does)");
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_predict")), "build ./mcdl_predict first (make test does)");
   const fs::path scratch = fs::temp_directory_path() / ("mcdl-predict-" + std::to_string(::getpid()));
   const fs::path dataset = testing::coloured_squares_dataset("predict");
   TrainConfig c = testing::squares_run_config(dataset, scratch / "run");

@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "tests/synthetic_folder_dataset.h"
+#include "tests/tool_binary.h"
 
 using namespace mcdl;
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ struct Outcome {
 
 Outcome run_train(const fs::path& scratch, const std::string& arguments) {
   const fs::path err = scratch / "stderr.txt";
-  const std::string command = "./mcdl_train " + arguments + " > /dev/null 2> '" + err.string() + "'";
+  const std::string command = testing::tool_binary("mcdl_train") + " " + arguments + " > /dev/null 2> '" + err.string() + "'";
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));  // never a signal (segfault, abort)
   return {WEXITSTATUS(status), testing::read_text(err)};
@@ -41,7 +42,7 @@ fs::path dataset_copy(const fs::path& scratch, const std::string& name) {
 }  // namespace
 
 TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit") {
-  REQUIRE_MESSAGE(fs::exists("mcdl_train"), "build ./mcdl_train first (make test does)");
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
   const fs::path scratch = fs::temp_directory_path() / ("mcdl-bad-input-" + std::to_string(::getpid()));
   fs::remove_all(scratch);
   fs::create_directories(scratch);
