@@ -1,5 +1,6 @@
 #include "tools/common/cli.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -7,6 +8,9 @@
 namespace mcdl::tools {
 
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
+  // Under a file size limit (ulimit -f) a write past it then fails with EFBIG, which the checked
+  // writes report (io/durable_file.h), instead of SIGXFSZ ending the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
