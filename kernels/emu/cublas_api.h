@@ -33,7 +33,15 @@ inline const char* cublasGetStatusString(cublasStatus_t status) {
   return "CUBLAS_STATUS_UNKNOWN";
 }
 inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
   *handle = new cublasContext();
+  mcdl::emu::count_object("cublas handles", 1);
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  mcdl::emu::count_object("cublas handles", -1);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
@@ -196,6 +204,13 @@ struct cublasLtMatmulHeuristicResult_t {
 inline cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
   if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
   *handle = new cublasLtContext();
+  mcdl::emu::count_object("cublasLt handles", 1);
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  mcdl::emu::count_object("cublasLt handles", -1);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -203,9 +218,11 @@ inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cubla
                                                cudaDataType scale) {
   if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
   *desc = new cublasLtMatmulDescOpaque_t{compute, scale};
+  mcdl::emu::count_object("cublasLt descriptors", 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  if (desc) mcdl::emu::count_object("cublasLt descriptors", -1);
   delete desc;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -241,9 +258,11 @@ inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout,
   // The leading dimension must keep columns apart: ld ≥ rows, as cuBLASLt requires.
   if (!layout || ld < 1 || static_cast<uint64_t>(ld) < rows) return CUBLAS_STATUS_INVALID_VALUE;
   *layout = new cublasLtMatrixLayoutOpaque_t{type, rows, cols, ld};
+  mcdl::emu::count_object("cublasLt descriptors", 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  if (layout) mcdl::emu::count_object("cublasLt descriptors", -1);
   delete layout;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -251,9 +270,11 @@ inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout)
 inline cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
   if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
   *pref = new cublasLtMatmulPreferenceOpaque_t();
+  mcdl::emu::count_object("cublasLt descriptors", 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  if (pref) mcdl::emu::count_object("cublasLt descriptors", -1);
   delete pref;
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -529,6 +529,17 @@ inline cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.handles.insert(*handle);
+  mcdl::emu::count_object("cudnn handles", 1);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+inline cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  using namespace mcdl::emu::cudnn;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.handles.erase(handle) == 0) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroy: not a live handle");
+  delete handle;
+  mcdl::emu::count_object("cudnn handles", -1);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -562,6 +573,7 @@ inline cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
   std::lock_guard<std::mutex> lock(s.mutex);
   s.descriptors.insert(created);
   *descriptor = created;
+  mcdl::emu::count_object("cudnn descriptors", 1);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -572,6 +584,7 @@ inline cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t desc
   if (s.descriptors.erase(descriptor) == 0)
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendDestroyDescriptor: not a live descriptor");
   delete static_cast<Descriptor*>(descriptor);
+  mcdl::emu::count_object("cudnn descriptors", -1);
   return CUDNN_STATUS_SUCCESS;
 }
 
