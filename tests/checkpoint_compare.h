@@ -16,7 +16,8 @@ inline void check_same_tensors(const std::string& path_a, const std::string& pat
     INFO(name);
     REQUIRE(b.tensors.count(name) == 1);
     const Tensor& u = b.tensors.at(name);
-    REQUIRE(t.nbytes() == u.nbytes());
+    REQUIRE(t.dtype() == u.dtype());
+    REQUIRE(t.shape() == u.shape());
     CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
   }
 }

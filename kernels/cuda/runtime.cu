@@ -99,8 +99,9 @@ void report_release_failure(const char* what, const std::string& detail) {
   std::fprintf(stderr, "warning: releasing %s failed: %s\n", what, detail.c_str());
 }
 
+// Never asks for the device itself: a program that did not use the GPU does not start the CUDA
+// runtime at its exit.
 void release_device() {
-  if (!device_available()) return;
   // Newest first: a later object may use an earlier one (a workspace from the pool, a plan of a
   // handle). Each queues its frees on the engine stream.
   std::vector<std::function<void()>> list;

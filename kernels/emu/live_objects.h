@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace mcdl::emu {
 
@@ -37,6 +38,23 @@ inline void count_object(const char* kind, int change) {
   LiveObjects& live = live_objects();
   std::lock_guard<std::mutex> lock(live.mutex);
   live.counts[kind] += change;
+}
+
+// A new T(args...), counted as one more live `kind`.
+template <class T, class... Args>
+T* make_counted(const char* kind, Args&&... args) {
+  T* object = new T{std::forward<Args>(args)...};
+  count_object(kind, 1);
+  return object;
+}
+
+// Deletes an object made by make_counted; false (nothing done) for a null pointer.
+template <class T>
+bool destroy_counted(T* object, const char* kind) {
+  if (!object) return false;
+  delete object;
+  count_object(kind, -1);
+  return true;
 }
 
 // A synchronize has seen every queued free: the pool keeps those blocks up to its threshold.

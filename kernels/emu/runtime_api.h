@@ -78,15 +78,11 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 
 struct CUstream_st {};  // a stream only has to be a distinct, countable object here
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = new CUstream_st();
-  mcdl::emu::count_object("streams", 1);
+  *stream = mcdl::emu::make_counted<CUstream_st>("streams");
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (!stream) return cudaErrorInvalidValue;
-  delete stream;
-  mcdl::emu::count_object("streams", -1);
-  return cudaSuccess;
+  return mcdl::emu::destroy_counted(stream, "streams") ? cudaSuccess : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   mcdl::emu::observe_frees();
@@ -103,15 +99,11 @@ struct CUevent_st {
 };
 using cudaEvent_t = CUevent_st*;
 inline cudaError_t cudaEventCreate(cudaEvent_t* event) {
-  *event = new CUevent_st();
-  mcdl::emu::count_object("events", 1);
+  *event = mcdl::emu::make_counted<CUevent_st>("events");
   return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  if (!event) return cudaErrorInvalidValue;
-  delete event;
-  mcdl::emu::count_object("events", -1);
-  return cudaSuccess;
+  return mcdl::emu::destroy_counted(event, "events") ? cudaSuccess : cudaErrorInvalidValue;
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   event->at = std::chrono::steady_clock::now();

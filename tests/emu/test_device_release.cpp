@@ -50,30 +50,32 @@ void use_every_kind_of_object() {
 }  // namespace
 
 TEST_CASE("release_device: every stream, handle, plan, event and pool block the engine made is released") {
-  // What earlier tests in this process made goes first (none of their tensors is alive).
+  // What earlier tests in this process made through the engine goes first (none of their tensors
+  // is alive). What remains (objects a test made with the emulated API itself) is the baseline.
   REQUIRE(storage_live_bytes(Device::cuda()) == 0);
   release_device_resources();
-  INFO("live before: ", describe(emu::live_object_counts()));
-  REQUIRE(emu::live_object_counts().empty());
+  const std::map<std::string, int64_t> baseline = emu::live_object_counts();
+  if (!baseline.empty()) MESSAGE("left by earlier tests, not by the engine: ", describe(baseline));
 
   for (int round = 1; round <= 2; ++round) {  // the second after a release: made afresh, released again
     CAPTURE(round);
     use_every_kind_of_object();
     cuda::synchronize();
-    const std::map<std::string, int64_t> live = emu::live_object_counts();
-    INFO("live after use: ", describe(live));
-    CHECK(live.count("streams") == 1);
-    CHECK(live.count("cublas handles") == 1);
-    CHECK(live.count("cublasLt handles") == 1);
-    CHECK(live.count("cublasLt descriptors") == 1);  // the cached plan's
-    CHECK(live.count("cudnn handles") == 1);
-    CHECK(live.count("cudnn descriptors") == 1);  // the device and the cached plan
-    CHECK(live.count("pool blocks in use") == 1);  // the cuBLASLt workspace
-    CHECK(live.count("pool bytes kept") == 1);     // the tensors' blocks, kept by the pool for reuse
-    CHECK(live.count("events") == 0);              // a timing destroys its own
+    std::map<std::string, int64_t> made = emu::live_object_counts();
+    for (const auto& [kind, count] : baseline) made[kind] -= count;
+    INFO("made: ", describe(made));
+    CHECK(made["streams"] == 1);
+    CHECK(made["cublas handles"] == 1);
+    CHECK(made["cublasLt handles"] == 1);
+    CHECK(made["cublasLt descriptors"] >= 1);  // the cached plan's
+    CHECK(made["cudnn handles"] == 1);
+    CHECK(made["cudnn descriptors"] >= 2);   // the device and the cached plan's
+    CHECK(made["pool blocks in use"] == 1);  // the cuBLASLt workspace
+    CHECK(made["pool bytes kept"] > 0);      // the tensors' blocks, kept by the pool for reuse
+    CHECK(made["events"] == 0);              // a timing destroys its own
 
     release_device_resources();
     INFO("live after release: ", describe(emu::live_object_counts()));
-    CHECK(emu::live_object_counts().empty());
+    CHECK(emu::live_object_counts() == baseline);
   }
 }
