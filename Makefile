@@ -81,7 +81,7 @@ endif
 # The default test run leaves out the exhaustive sweeps (doctest suite "slow").
 TEST_ARGS ?=
 
-.PHONY: all test test-asan test-slow test-gpu bench bench-gpu demo deps check-deps clean cuda-note
+.PHONY: all test test-asan test-slow test-gpu test-gpu-sanitize bench bench-gpu demo deps check-deps clean cuda-note
 all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH) $(STEP_BENCH)
 
 cuda-note:
@@ -115,6 +115,22 @@ test-slow: $(TESTS)
 
 test-gpu: $(GPU_TESTS)
 	./$(GPU_TESTS) $(TEST_ARGS)
+
+# The native GPU suite (without the suite "slow") under each of compute-sanitizer's tools
+# (tools/gpu_sanitize.sh): memcheck with the leak check, racecheck, initcheck, synccheck. Any
+# error a tool reports fails the target, after all four have run. Without a GPU (or without nvcc,
+# so without the binary) it says so and exits 0, as test-gpu does.
+SANITIZER_TOOLS := memcheck racecheck initcheck synccheck
+ifeq ($(NVCC),)
+test-gpu-sanitize:
+	@echo "nvcc not found: no native GPU suite to sanitize; test-gpu-sanitize skipped."
+else
+test-gpu-sanitize: $(GPU_TESTS)
+	@failed=""; for tool in $(SANITIZER_TOOLS); do \
+	  tools/gpu_sanitize.sh ./$(GPU_TESTS) $$tool --test-suite-exclude=slow $(TEST_ARGS) || failed="$$failed $$tool"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-gpu-sanitize: errors from:$$failed"; exit 1; fi
+endif
 
 # The step benchmark on the CPU (ViT-B/16 at batch 16, as measured against Debian's PyTorch 1.13).
 bench: $(BENCH) $(STEP_BENCH)

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/error.h"
+#include "engine/storage.h"
 #include "kernels/cuda/runtime.h"
 
 namespace mcdl {
@@ -18,6 +19,13 @@ Device select_device(const std::string& request) {
   if (cuda::device_available()) return Device::cuda();
   std::fprintf(stderr, "No usable CUDA device found: running on the CPU.\n");
   return Device::cpu();
+}
+
+void release_device_resources() {
+  if (const int64_t live = storage_live_bytes(Device::cuda()); live > 0)
+    std::fprintf(stderr, "warning: %lld bytes of GPU tensors are still alive at release; they stay allocated\n",
+                 static_cast<long long>(live));
+  cuda::release_device();
 }
 
 }  // namespace mcdl

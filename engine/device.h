@@ -28,4 +28,11 @@ inline std::ostream& operator<<(std::ostream& os, const Device& device) { return
 // CPU, saying so in one line on stderr).
 Device select_device(const std::string& request);
 
+// Releases what the process holds on the GPU (cuda::release_device: library handles, workspaces,
+// plans, the engine stream, the pool's cached blocks), warning on stderr if GPU tensors are still
+// alive (their memory cannot be returned). Nothing to do without a GPU. The tools call it before
+// main returns (tools::run_tool), and the test runner after the suite, so that
+// compute-sanitizer's leak check finds nothing at exit; a later GPU op makes them afresh.
+void release_device_resources();
+
 }  // namespace mcdl

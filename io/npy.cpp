@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "io/durable_file.h"
 
 namespace mcdl {
 
@@ -145,23 +146,10 @@ std::string npy_header(DType dtype, const Shape& shape) {
 void write_npy(const std::string& path, const Tensor& array) {
   const Tensor host = array.to(Device::cpu());
   const std::string header = npy_header(host.dtype(), host.shape());
-  const std::string tmp_path = path + ".tmp";
-  {
-    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    check(out.good(), "write_npy: cannot create ", tmp_path, ": ", std::strerror(errno));
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(host.raw_data()), static_cast<std::streamsize>(host.nbytes()));
-    out.close();
-    if (!out.good()) {
-      std::remove(tmp_path.c_str());
-      fail("write_npy: writing ", tmp_path, " failed: ", std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp_path.c_str());
-    fail("write_npy: renaming ", tmp_path, " to ", path, " failed: ", std::strerror(error));
-  }
+  AtomicFile file(path, "write_npy: " + path);
+  file.write(header);
+  file.write(host.raw_data(), host.nbytes());
+  file.commit();
 }
 
 Tensor read_npy(const std::string& path) {

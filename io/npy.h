@@ -18,8 +18,8 @@ namespace mcdl {
 std::string npy_header(DType dtype, const Shape& shape);
 
 // Writes `array` (f32 or i64, any shape, copied to the CPU first) as `path`, through
-// "<path>.tmp" renamed over `path`, so a failed write never leaves a truncated file. Errors
-// name the path.
+// "<path>.tmp" fsynced and renamed over `path` (io/durable_file.h), so a failed write never
+// leaves a truncated file. Errors name the path and the OS error.
 void write_npy(const std::string& path, const Tensor& array);
 
 // Reads a version 1.0 or 2.0 .npy file of '<f4' or '<i8' elements in C order into a CPU

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/durable_file.h"
 #include "io/raw_tensor.h"
 
 namespace mcdl {
@@ -58,23 +59,6 @@ const char* file_dtype_name(const std::string& path, DType dtype) {
   }
   fail("save_safetensors: ", path, ": no safetensors dtype for ", dtype_name(dtype));
 }
-
-// Owns a POSIX file descriptor: pread/write report short transfers and errno exactly, which
-// the bounds checks below rely on.
-class FileHandle {
- public:
-  explicit FileHandle(int fd) : fd_(fd) {}
-  ~FileHandle() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 struct Entry {
   std::string name;
@@ -289,59 +273,6 @@ class Loader {
   }
 };
 
-// Writes "<path>.tmp" and renames it over `path` on commit(); removes it otherwise.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path)
-      : path_(path),
-        tmp_path_(path + ".tmp"),
-        file_(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
-    if (file_.get() < 0) bad("cannot create ", tmp_path_, ": ", std::strerror(errno));
-  }
-  ~AtomicFile() {
-    if (!committed_) std::remove(tmp_path_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* src, size_t bytes) {
-    const char* in = static_cast<const char*>(src);
-    while (bytes > 0) {
-      const ssize_t put = ::write(file_.get(), in, std::min<size_t>(bytes, 1u << 30));
-      if (put < 0 && errno == EINTR) continue;
-      if (put < 0) bad("write to ", tmp_path_, " failed: ", std::strerror(errno));
-      in += put;
-      bytes -= static_cast<size_t>(put);
-    }
-  }
-
-  // fsync before rename: otherwise a crash could persist the rename but not the data.
-  void commit() {
-    if (::fsync(file_.get()) != 0) bad("fsync of ", tmp_path_, " failed: ", std::strerror(errno));
-    if (::close(file_.release()) != 0) bad("closing ", tmp_path_, " failed: ", std::strerror(errno));
-    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      bad("renaming ", tmp_path_, " to ", path_, " failed: ", std::strerror(errno));
-    }
-    committed_ = true;
-    // And the directory: the rename survives a power cut only once its entry is on disk.
-    const size_t slash = path_.find_last_of('/');
-    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-    FileHandle dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY));
-    if (dir.get() < 0 || ::fsync(dir.get()) != 0)
-      bad("fsync of the directory ", directory, " failed: ", std::strerror(errno));
-  }
-
- private:
-  std::string path_, tmp_path_;
-  FileHandle file_;
-  bool committed_ = false;
-
-  template <class... Parts>
-  [[noreturn]] void bad(const Parts&... parts) const {
-    fail("save_safetensors: ", path_, ": ", parts...);
-  }
-};
-
 }  // namespace
 
 SafetensorsFile load_safetensors(const std::string& path) { return Loader(path).load(); }
@@ -373,7 +304,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
 
   unsigned char length_bytes[8];
   for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(uint64_t{text.size()} >> (8 * i));
-  AtomicFile file(path);
+  AtomicFile file(path, "save_safetensors: " + path);
   file.write(length_bytes, 8);
   file.write(text.data(), text.size());
   for (const Tensor& host : host_tensors) file.write(host.raw_data(), host.nbytes());

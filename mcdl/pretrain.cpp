@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "data/datasets.h"
@@ -16,6 +17,7 @@
 #include "engine/optim/sgd.h"
 #include "engine/profile.h"
 #include "engine/random.h"
+#include "io/durable_file.h"
 #include "layers/backbone_file.h"
 #include "layers/mlp.h"
 #include "layers/vision_transformer.h"
@@ -60,6 +62,11 @@ void validate_pretrain_config(const PretrainConfig& c) {
 
 double run_pretraining(const PretrainConfig& config) {
   validate_pretrain_config(config);
+  // The backbone file is written after every epoch: a full disk or read-only directory is found
+  // now, before the images are decoded.
+  const std::string out_dir = std::filesystem::path(config.out).parent_path().string();
+  probe_writable_directory(out_dir.empty() ? "." : out_dir,
+                           "free some space there or choose another -o, then run again");
   const Device device = select_device(config.device);
   select_matmul_precision(config.precision, device);
   DatasetOptions dataset_options;

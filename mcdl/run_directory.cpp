@@ -7,30 +7,33 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "io/durable_file.h"
 #include "io/safetensors.h"
 
 namespace mcdl {
 
 namespace fs = std::filesystem;
 
+namespace {
+constexpr const char* kWhatToDo = "choose another directory with --out, or make room in this one, then run again";
+}
+
 RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {
   check(!path_.empty(), "run directory: no path given (use --out RUN_DIR)");
   std::error_code ec;
+  fs::create_directories(path_, ec);
+  check(!ec, "cannot create the run directory ", path_, ": ", ec.message(), "; ", kWhatToDo);
+  // Before the data is loaded and the model built: a full disk or read-only directory is found
+  // now, not at the first checkpoint hours later.
+  probe_writable_directory(path_, kWhatToDo);
   fs::create_directories(fs::path(path_) / "checkpoints", ec);
-  check(!ec, "cannot create the run directory ", path_, ": ", ec.message());
+  check(!ec, "cannot create ", path_, "/checkpoints: ", ec.message(), "; ", kWhatToDo);
 }
 
 std::string RunDirectory::file(const std::string& name) const { return (fs::path(path_) / name).string(); }
 
 void RunDirectory::write_text(const std::string& name, const std::string& text) const {
-  const std::string target = file(name), tmp = target + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    check(out.good(), "cannot write ", tmp, " (disk full or no permission?)");
-  }
-  fs::rename(tmp, target);
+  write_file_atomically(file(name), text);
 }
 
 namespace {
@@ -62,12 +65,9 @@ void RunDirectory::append_metrics(const MetricsRow& row) const {
   }
   const std::string csv_path = file("metrics.csv");
   const bool new_csv = !fs::exists(csv_path) || fs::file_size(csv_path) == 0;
-  std::ofstream jsonl(file("metrics.jsonl"), std::ios::app);
-  jsonl << j.dump() << "\n";
-  std::ofstream csv(csv_path, std::ios::app);
-  if (new_csv) csv << csv_header << "\n";
-  csv << csv_row << "\n";
-  check(jsonl.good() && csv.good(), "cannot append to the metrics files in ", path_);
+  // Both files or neither: a failed append leaves no half row in either.
+  append_to_files({{file("metrics.jsonl"), j.dump() + "\n"},
+                   {csv_path, (new_csv ? csv_header + "\n" : std::string()) + csv_row + "\n"}});
 }
 
 void RunDirectory::truncate_metrics(int64_t epoch) const {
@@ -103,10 +103,17 @@ bool RunDirectory::has_checkpoint() const { return fs::exists(last_checkpoint())
 void RunDirectory::save_checkpoint(const std::map<std::string, Tensor>& tensors,
                                    const std::map<std::string, std::string>& metadata, int64_t epoch,
                                    int64_t keep_every) const {
-  save_safetensors(last_checkpoint(), tensors, metadata);
-  if (keep_every > 0 && (epoch + 1) % keep_every == 0)
-    fs::copy_file(last_checkpoint(), file("checkpoints/epoch_" + std::to_string(epoch + 1) + ".safetensors"),
-                  fs::copy_options::overwrite_existing);
+  try {
+    save_safetensors(last_checkpoint(), tensors, metadata);
+    if (keep_every > 0 && (epoch + 1) % keep_every == 0)
+      copy_file_atomically(last_checkpoint(), file("checkpoints/epoch_" + std::to_string(epoch + 1) + ".safetensors"));
+  } catch (const Error& e) {
+    // The writes went through temporary files: whatever checkpoint there was is still whole.
+    const std::string next = has_checkpoint() ? "The last good checkpoint, " + last_checkpoint() +
+                                                    ", is intact: once there is room, continue with --resume " + path_
+                                              : "No checkpoint was written yet: once there is room, run again";
+    fail("the checkpoint after epoch ", epoch + 1, " was not saved, so the run stops: ", e.what(), ". ", next);
+  }
 }
 
 }  // namespace mcdl

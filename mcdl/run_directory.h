@@ -1,6 +1,8 @@
 // A run directory: config.json, split.csv, metrics.jsonl + metrics.csv (one row per epoch),
-// predictions.csv and checkpoints/. Every file is written to a temporary name and renamed, so
-// a crash never leaves a half-written file; metrics are appended a whole row at a time.
+// predictions.csv and checkpoints/. Every file is written to a temporary name, fsynced and
+// renamed, so a crash never leaves a half-written file; metrics are appended a whole row at a
+// time. Every write is checked (io/durable_file.h): a full disk or read-only directory ends the
+// run with a message and leaves the last good checkpoint as it was.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -16,7 +18,9 @@ using MetricsRow = std::vector<std::pair<std::string, double>>;  // ordered: the
 
 class RunDirectory {
  public:
-  explicit RunDirectory(std::string path);  // creates it (and checkpoints/)
+  // Creates it (and checkpoints/) and probes that it can be written (a test file written, fsynced
+  // and removed); throws naming the directory and the OS error when not.
+  explicit RunDirectory(std::string path);
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const;
 

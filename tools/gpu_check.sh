@@ -3,17 +3,18 @@
 # GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16), a
 # two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train + eval + checkpoint),
 # the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
-# and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist). Runs the binaries of
+# and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist), and compute-sanitizer's four tools
+# over the native GPU suite (time-bounded subsets, see the sanitize stage). Runs the binaries of
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
 # stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo sanitize (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench demo}
+STAGES=${*:-step epoch fidelity test bench demo sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -81,6 +82,22 @@ if wants demo; then
   for precision in fp32 bf16; do
     stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
       DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
+  done
+fi
+# compute-sanitizer (found by tools/gpu_sanitize.sh: PATH, else $CUDA_HOME/bin, default
+# /usr/local/cuda) on the bundled build/mcdl_tests_gpu; any error fails its stage. The other stages
+# take about 4 minutes on an H200, so these are bounded to 4 more, within one 10-minute call:
+# memcheck with the leak check over every case but the training runs and the loader (2 min), then
+# racecheck, initcheck and synccheck (40 s each) over the kernels with shared memory and barriers
+# (reductions, softmax, LayerNorm, the losses, the memory banks and buckets, the mask scan, bf16
+# attention). A stage cut short by its bound says so (exit 124).
+SHARED_MEMORY_CASES='cuda reduce*,cuda nn*,cuda loss*,memory bank*,credibility*,cuda parity: masked*,cuda parity: bf16*,dcl loss: the same*,simgcd loss: the same*'
+if wants sanitize; then
+  stage sanitize-memcheck tools/gpu_sanitize.sh -t 120 build/mcdl_tests_gpu memcheck --test-suite-exclude=slow \
+    '--test-case-exclude=e2e*,crash safety*,evaluator*,loader*,sampler*,image cache*'
+  for tool in racecheck initcheck synccheck; do
+    stage "sanitize-$tool" tools/gpu_sanitize.sh -t 40 build/mcdl_tests_gpu "$tool" --test-suite-exclude=slow \
+      "--test-case=$SHARED_MEMORY_CASES"
   done
 fi
 tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .

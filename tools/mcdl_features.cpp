@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
+#include "io/durable_file.h"
 #include "io/npy.h"
 #include "mcdl/checkpoint_model.h"
 #include "mcdl/features.h"
@@ -105,16 +105,9 @@ Arguments parse_arguments(int argc, char** argv) {
 }
 
 void write_list(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string tmp_path = path + ".tmp";
-  {
-    std::ofstream out(tmp_path, std::ios::trunc);
-    check(out.good(), "cannot create ", tmp_path, ": ", std::strerror(errno));
-    for (const std::string& line : lines) out << line << '\n';
-    out.close();
-    check(out.good(), "writing ", tmp_path, " failed: ", std::strerror(errno));
-  }
-  check(std::rename(tmp_path.c_str(), path.c_str()) == 0, "renaming ", tmp_path, " to ", path,
-        " failed: ", std::strerror(errno));
+  std::string text;
+  for (const std::string& line : lines) text += line + '\n';
+  write_file_atomically(path, text);
 }
 
 int run(int argc, char** argv) {

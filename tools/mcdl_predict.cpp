@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
 #include "io/csv_field.h"
+#include "io/durable_file.h"
 #include "mcdl/checkpoint_model.h"
 #include "mcdl/predict.h"
 #include "tools/common/cli.h"
@@ -119,14 +120,7 @@ int run(int argc, char** argv) {
     std::snprintf(probability, sizeof probability, "%.6f", p.probability);
     text += csv_field(images[i]) + "," + std::to_string(p.cluster) + "," + csv_field(label) + "," + probability + "\n";
   }
-  const std::string tmp = args.output + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    check(out.good(), "cannot write ", tmp, " (disk full or no permission?)");
-  }
-  fs::rename(tmp, args.output);
+  write_file_atomically(args.output, text);
   std::printf("mcdl_predict: %zu images, %zu known classes (%s) -> %s\n", images.size(), classes.size(),
               device.str().c_str(), args.output.c_str());
   return 0;

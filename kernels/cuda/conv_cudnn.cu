@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/device_resource.h"
 #include "kernels/cuda/runtime.h"
 
 #ifdef __CUDACC__
@@ -166,8 +167,7 @@ struct Plan {
   int64_t workspace_bytes = 0;
 };
 
-// The cuDNN state of the process, never destroyed: cuDNN objects must not be released after the
-// CUDA runtime has shut down at exit.
+// The cuDNN state of the process: made on first use, released by release_device().
 struct Context {
   cudnnHandle_t handle = nullptr;
   // The handle's device for the heuristics. (The graph's and the plan's HANDLE attributes are
@@ -178,20 +178,27 @@ struct Context {
   std::map<std::array<int64_t, 9>, std::optional<Plan>> plans;
 };
 
-Context& context() {
-  static Context* const created = [] {
-    const cudaStream_t stream = engine_stream();  // initialises the device first
-    auto* c = new Context();
-    MCDL_CUDNN_CHECK(cudnnCreate(&c->handle));
-    MCDL_CUDNN_CHECK(cudnnSetStream(c->handle, stream));
-    MCDL_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &c->device));
-    MCDL_CUDNN_CHECK(
-        cudnnBackendSetAttribute(c->device, CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->handle));
-    MCDL_CUDNN_CHECK(cudnnBackendFinalize(c->device));
-    return c;
-  }();
-  return *created;
+void create_context(Context& c) {
+  const cudaStream_t stream = engine_stream();  // initialises the device first
+  MCDL_CUDNN_CHECK(cudnnCreate(&c.handle));
+  MCDL_CUDNN_CHECK(cudnnSetStream(c.handle, stream));
+  MCDL_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &c.device));
+  MCDL_CUDNN_CHECK(cudnnBackendSetAttribute(c.device, CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &c.handle));
+  MCDL_CUDNN_CHECK(cudnnBackendFinalize(c.device));
 }
+
+// The plans and the device descriptor refer to the handle: they go first.
+void destroy_context(Context& c) {
+  c.plans.clear();
+  if (c.device) (void)cudnnBackendDestroyDescriptor(c.device);
+  if (!c.handle) return;
+  const cudnnStatus_t status = cudnnDestroy(c.handle);
+  if (status != CUDNN_STATUS_SUCCESS) report_release_failure("the cuDNN handle", cudnnGetErrorString(status));
+}
+
+DeviceResource<Context> context_resource(create_context, destroy_context);
+
+Context& context() { return context_resource.get(); }
 
 // Heuristics A, then B, then the fallback list; in each, the first config with acceptable
 // numerics whose execution plan finalizes. nullopt when none does.

@@ -11,6 +11,7 @@
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/device_resource.h"
 #include "kernels/cuda/linalg.h"
 #include "kernels/cuda/runtime.h"
 
@@ -31,15 +32,23 @@
 namespace mcdl::cuda {
 namespace {
 
-cublasHandle_t cublas_handle() {
-  static const cublasHandle_t handle = [] {
-    cublasHandle_t created;
-    MCDL_CUBLAS_CHECK(cublasCreate(&created));
-    MCDL_CUBLAS_CHECK(cublasSetStream(created, engine_stream()));
-    return created;
-  }();
-  return handle;
+void report_if_failed(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) report_release_failure(what, cublasGetStatusString(status));
 }
+
+// The cuBLAS handle, bound to the engine stream. cublasDestroy also releases the workspace cuBLAS
+// allocated for it.
+void create_cublas(cublasHandle_t& handle) {
+  const cudaStream_t stream = engine_stream();
+  MCDL_CUBLAS_CHECK(cublasCreate(&handle));
+  MCDL_CUBLAS_CHECK(cublasSetStream(handle, stream));
+}
+void destroy_cublas(cublasHandle_t& handle) {
+  if (handle) report_if_failed(cublasDestroy(handle), "the cuBLAS handle");
+}
+DeviceResource<cublasHandle_t> cublas_resource(create_cublas, destroy_cublas);
+
+cublasHandle_t cublas_handle() { return cublas_resource.get(); }
 
 int as_int(int64_t value, const char* what) {
   if (value < 0 || value > std::numeric_limits<int>::max())
@@ -66,24 +75,11 @@ void strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 
 // ---- cuBLASLt: the product with the bias in its epilogue ----------------------------------
 
-cublasLtHandle_t lt_handle() {
-  static const cublasLtHandle_t handle = [] {
-    cublasLtHandle_t created;
-    MCDL_CUBLAS_CHECK(cublasLtCreate(&created));
-    return created;
-  }();
-  return handle;
-}
-
 // cuBLASLt's scratch memory (split-K partial sums and the like): 32 MiB, NVIDIA's recommended
 // workspace for Hopper (cublasSetWorkspace docs), as PyTorch uses there. Allocated once; only
 // the engine stream uses it, and its order keeps two products from sharing it at once.
 // cudaMallocAsync returns it 256-byte aligned, as cublasLtMatmul requires.
 constexpr uint64_t lt_workspace_bytes = uint64_t(32) << 20;
-void* lt_workspace() {
-  static void* const workspace = device_alloc(lt_workspace_bytes);
-  return workspace;
-}
 
 // The largest power of two up to 256 that divides the address. cuBLASLt's heuristic assumes
 // 256-byte aligned matrices unless told otherwise (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*), and
@@ -146,6 +142,30 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo;
 };
 
+// cuBLASLt's handle, its workspace, and the plans made with them (per key; nullopt: none).
+struct LtState {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::mutex mutex;  // guards plans: the cached descriptor's bias pointer is shared state
+  std::map<LtKey, std::optional<LtPlan>> plans;
+};
+void create_lt(LtState& state) {
+  MCDL_CUBLAS_CHECK(cublasLtCreate(&state.handle));
+  state.workspace = device_alloc(lt_workspace_bytes);
+}
+void destroy_lt(LtState& state) {
+  state.plans.clear();  // their descriptors before the handle
+  if (state.workspace) {
+    try {
+      device_free(state.workspace);
+    } catch (const std::exception& error) {
+      report_release_failure("the cuBLASLt workspace", error.what());
+    }
+  }
+  if (state.handle) report_if_failed(cublasLtDestroy(state.handle), "the cuBLASLt handle");
+}
+DeviceResource<LtState> lt_resource(create_lt, destroy_lt);
+
 LtLayout lt_layout(cudaDataType type, int rows, int cols, int ld) {
   cublasLtMatrixLayout_t layout;
   MCDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows),
@@ -158,7 +178,7 @@ LtLayout lt_layout(cudaDataType type, int rows, int cols, int ld) {
 // the stored matrix, before the transpose the descriptor applies: the engine's B, stored k×n
 // row-major (n×k column-major, ld = ldb), or n×k when transposed. The bias is per row of the
 // column-major D, i.e. per column j of the engine's C. Empty when cuBLASLt offers no algorithm.
-std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
+std::optional<LtPlan> make_lt_plan(cublasLtHandle_t handle, const LtKey& key, const void* bias) {
   LtPlan plan;
   cublasLtMatmulDesc_t desc;
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, key.compute, key.type == CUDA_R_64F ? CUDA_R_64F : CUDA_R_32F));
@@ -195,7 +215,7 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
   int returned = 0;
   // An error here (cuBLASLt answers INVALID_VALUE for some degenerate shapes, per PyTorch's
   // addmm) means the same as no result: this product goes the unfused way.
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc, plan.a.get(), plan.b.get(),
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, plan.a.get(), plan.b.get(),
                                                                plan.c.get(), plan.c.get(), raw_preference, 1, &result,
                                                                &returned);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0 || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
@@ -208,17 +228,16 @@ std::optional<LtPlan> make_lt_plan(const LtKey& key, const void* bias) {
 // layout; C is not read when beta = 0.
 bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bias, const void* c, void* d,
                   const void* one, const void* beta) {
-  static std::mutex mutex;
-  static std::map<LtKey, std::optional<LtPlan>> plans;
-  const std::lock_guard<std::mutex> lock(mutex);  // the cached descriptor's bias pointer is shared state
-  auto found = plans.find(key);
-  if (found == plans.end()) found = plans.emplace(key, make_lt_plan(key, bias)).first;
+  LtState& state = lt_resource.get();
+  const std::lock_guard<std::mutex> lock(state.mutex);
+  auto found = state.plans.find(key);
+  if (found == state.plans.end()) found = state.plans.emplace(key, make_lt_plan(state.handle, key, bias)).first;
   if (!found->second) return false;
   const LtPlan& plan = *found->second;
   MCDL_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  MCDL_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), beta, c,
-                                   plan.c.get(), d, plan.c.get(), &plan.algo, lt_workspace(), lt_workspace_bytes,
+  MCDL_CUBLAS_CHECK(cublasLtMatmul(state.handle, plan.desc.get(), one, b, plan.a.get(), a, plan.b.get(), beta, c,
+                                   plan.c.get(), d, plan.c.get(), &plan.algo, state.workspace, lt_workspace_bytes,
                                    engine_stream()));
   return true;
 }

@@ -1,12 +1,15 @@
 #include "kernels/cuda/runtime.h"
 
 #include <algorithm>
-#include <chrono>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/device_resource.h"
 
 #ifdef __CUDACC__
 #include <nvtx3/nvToolsExt.h>  // header-only: nothing to link
@@ -17,46 +20,110 @@
 namespace mcdl::cuda {
 namespace {
 
-struct DeviceState {
-  bool available = false;
-  cudaStream_t stream = nullptr;
-};
-
-DeviceState init_device() {
-  DeviceState state;
+// Whether the CUDA runtime sees a device, asked once: the answer does not change while the
+// process runs. Selects device 0.
+bool query_device() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
     (void)cudaGetLastError();  // clear the sticky error of a missing driver
-    return state;
+    return false;
   }
   MCDL_CUDA_CHECK(cudaSetDevice(0));
-  MCDL_CUDA_CHECK(cudaStreamCreateWithFlags(&state.stream, cudaStreamNonBlocking));
-#ifdef __CUDACC__
+  return true;
+}
+
+void require_device(const char* what) {
+  if (!device_available())
+    throw std::runtime_error(std::string(what) + ": no usable CUDA device (cudaGetDeviceCount found none)");
+}
+
+// The engine stream: made on first use, and again after release_device(). Read without the
+// lock on every launch; made and destroyed under it.
+struct EngineStream {
+  std::mutex mutex;
+  std::atomic<cudaStream_t> stream{nullptr};
+};
+EngineStream& engine() {
+  static EngineStream* const instance = new EngineStream();  // never destroyed (see device_resource.h)
+  return *instance;
+}
+
+cudaStream_t create_engine_stream() {
+  cudaStream_t stream = nullptr;
+  MCDL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // Keep freed memory in the pool: a training step frees and reallocates the same sizes.
   cudaMemPool_t pool;
   MCDL_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
   uint64_t threshold = UINT64_MAX;
   MCDL_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-#endif
-  state.available = true;
-  return state;
+  return stream;
 }
 
-const DeviceState& device_state() {
-  static const DeviceState state = init_device();
-  return state;
+struct Releases {
+  std::mutex mutex;
+  std::vector<std::function<void()>> list;  // in the order of creation
+};
+Releases& releases() {
+  static Releases* const instance = new Releases();
+  return *instance;
 }
 
-void require_device(const char* what) {
-  if (!device_state().available)
-    throw std::runtime_error(std::string(what) + ": no usable CUDA device (cudaGetDeviceCount found none)");
+void report_if_failed(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) report_release_failure(what, std::string(cudaGetErrorName(status)) + ": " +
+                                                              cudaGetErrorString(status));
 }
 
 }  // namespace
 
-cudaStream_t engine_stream() { return device_state().stream; }
+cudaStream_t engine_stream() {
+  EngineStream& e = engine();
+  if (const cudaStream_t stream = e.stream.load(std::memory_order_acquire)) return stream;
+  if (!device_available()) return nullptr;
+  std::lock_guard<std::mutex> lock(e.mutex);
+  if (!e.stream.load(std::memory_order_relaxed)) e.stream.store(create_engine_stream(), std::memory_order_release);
+  return e.stream.load(std::memory_order_relaxed);
+}
 
-bool device_available() { return device_state().available; }
+bool device_available() {
+  static const bool available = query_device();
+  return available;
+}
+
+void at_device_release(std::function<void()> release) {
+  Releases& r = releases();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.list.push_back(std::move(release));
+}
+
+void report_release_failure(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "warning: releasing %s failed: %s\n", what, detail.c_str());
+}
+
+// Never asks for the device itself: a program that did not use the GPU does not start the CUDA
+// runtime at its exit.
+void release_device() {
+  // Newest first: a later object may use an earlier one (a workspace from the pool, a plan of a
+  // handle). Each queues its frees on the engine stream.
+  std::vector<std::function<void()>> list;
+  {
+    Releases& r = releases();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    list.swap(r.list);
+  }
+  for (auto release = list.rbegin(); release != list.rend(); ++release) (*release)();
+  EngineStream& e = engine();
+  std::lock_guard<std::mutex> lock(e.mutex);
+  const cudaStream_t stream = e.stream.exchange(nullptr);
+  if (!stream) return;  // never made: nothing was allocated or launched
+  // A free counts as outstanding until a synchronize has seen it, and cudaMemPoolTrimTo cannot
+  // return an outstanding block: wait for the stream first.
+  report_if_failed(cudaStreamSynchronize(stream), "the engine stream's last work");
+  cudaMemPool_t pool;
+  const cudaError_t found = cudaDeviceGetDefaultMemPool(&pool, 0);
+  report_if_failed(found, "the memory pool");
+  if (found == cudaSuccess) report_if_failed(cudaMemPoolTrimTo(pool, 0), "the memory pool's cached blocks");
+  report_if_failed(cudaStreamDestroy(stream), "the engine stream");
+}
 
 std::string device_description() {
   if (!device_available()) return "no CUDA device";
@@ -100,29 +167,30 @@ void fill_bytes(void* device_dst, int byte_value, size_t bytes) {
   if (bytes) MCDL_CUDA_CHECK(cudaMemsetAsync(device_dst, byte_value, bytes, engine_stream()));
 }
 
+namespace {
+// An event, destroyed however the timing ends.
+struct Event {
+  cudaEvent_t event = nullptr;
+  Event() { MCDL_CUDA_CHECK(cudaEventCreate(&event)); }
+  ~Event() { (void)cudaEventDestroy(event); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+}  // namespace
+
 double time_on_device_ms(void (*work)(void*), void* context, int repeats) {
   require_device("time_on_device_ms");
   work(context);  // warm-up: first-use costs (handles, pools, module loading)
   std::vector<double> times;
   for (int r = 0; r < repeats; ++r) {
-#ifdef __CUDACC__
-    cudaEvent_t start, stop;
-    MCDL_CUDA_CHECK(cudaEventCreate(&start));
-    MCDL_CUDA_CHECK(cudaEventCreate(&stop));
-    MCDL_CUDA_CHECK(cudaEventRecord(start, engine_stream()));
+    const Event start, stop;
+    MCDL_CUDA_CHECK(cudaEventRecord(start.event, engine_stream()));
     work(context);
-    MCDL_CUDA_CHECK(cudaEventRecord(stop, engine_stream()));
-    MCDL_CUDA_CHECK(cudaEventSynchronize(stop));
+    MCDL_CUDA_CHECK(cudaEventRecord(stop.event, engine_stream()));
+    MCDL_CUDA_CHECK(cudaEventSynchronize(stop.event));
     float ms = 0;
-    MCDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    MCDL_CUDA_CHECK(cudaEventDestroy(start));
-    MCDL_CUDA_CHECK(cudaEventDestroy(stop));
+    MCDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event, stop.event));
     times.push_back(ms);
-#else  // the emulator runs everything synchronously: wall-clock time
-    const auto start = std::chrono::steady_clock::now();
-    work(context);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-#endif
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];

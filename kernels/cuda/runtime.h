@@ -29,6 +29,16 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats);
 // Waits until all queued work on the engine stream has finished (errors inside kernels show here).
 void synchronize();
 
+// Releases everything the engine holds on the GPU: the libraries' plans, handles and workspaces
+// (cuDNN, cuBLASLt, cuBLAS), newest first, then the engine stream once its work has finished,
+// then the pool's cached blocks (returned to the driver). Used again afterwards, the engine
+// makes them afresh. Blocks of tensors still alive cannot be returned: call it once they are
+// gone, with no GPU work running on another thread. Failures are reported on stderr, never
+// thrown. Called explicitly before main returns (tools::run_tool, the test runner), not from a
+// static destructor: the CUDA runtime tears itself down in an atexit handler, and a CUDA call
+// after that is an error (cudaErrorCudartUnloading).
+void release_device();
+
 // A named range on a profiler's timeline (NVTX: Nsight Systems shows the ranges of each host
 // thread, nested, above the kernels they launched); a pop closes the calling thread's innermost
 // range. Without a profiler attached a call costs a load and a branch (the first one looks for a

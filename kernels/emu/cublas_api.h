@@ -33,8 +33,12 @@ inline const char* cublasGetStatusString(cublasStatus_t status) {
   return "CUBLAS_STATUS_UNKNOWN";
 }
 inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-  *handle = new cublasContext();
+  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = mcdl::emu::make_counted<cublasContext>("cublas handles");
   return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  return mcdl::emu::destroy_counted(handle, "cublas handles") ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   handle->stream = stream;
@@ -195,18 +199,22 @@ struct cublasLtMatmulHeuristicResult_t {
 
 inline cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
   if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
-  *handle = new cublasLtContext();
+  *handle = mcdl::emu::make_counted<cublasLtContext>("cublasLt handles");
   return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  return mcdl::emu::destroy_counted(handle, "cublasLt handles") ? CUBLAS_STATUS_SUCCESS
+                                                                : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
 inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                                cudaDataType scale) {
   if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
-  *desc = new cublasLtMatmulDescOpaque_t{compute, scale};
+  *desc = mcdl::emu::make_counted<cublasLtMatmulDescOpaque_t>("cublasLt descriptors", compute, scale);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  delete desc;
+  mcdl::emu::destroy_counted(desc, "cublasLt descriptors");
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
@@ -240,21 +248,21 @@ inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout,
                                                  uint64_t cols, int64_t ld) {
   // The leading dimension must keep columns apart: ld ≥ rows, as cuBLASLt requires.
   if (!layout || ld < 1 || static_cast<uint64_t>(ld) < rows) return CUBLAS_STATUS_INVALID_VALUE;
-  *layout = new cublasLtMatrixLayoutOpaque_t{type, rows, cols, ld};
+  *layout = mcdl::emu::make_counted<cublasLtMatrixLayoutOpaque_t>("cublasLt descriptors", type, rows, cols, ld);
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  delete layout;
+  mcdl::emu::destroy_counted(layout, "cublasLt descriptors");
   return CUBLAS_STATUS_SUCCESS;
 }
 
 inline cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
   if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-  *pref = new cublasLtMatmulPreferenceOpaque_t();
+  *pref = mcdl::emu::make_counted<cublasLtMatmulPreferenceOpaque_t>("cublasLt descriptors");
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  delete pref;
+  mcdl::emu::destroy_counted(pref, "cublasLt descriptors");
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,

@@ -283,6 +283,25 @@ inline bool live_handle(cudnnHandle_t handle) {
   std::lock_guard<std::mutex> lock(s.mutex);
   return s.handles.count(handle) != 0;
 }
+// Makes `object` live in `set` (State::handles or State::descriptors), counted as `kind`.
+template <class T>
+T* add_live(std::set<const void*> State::*set, T* object, const char* kind) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  (s.*set).insert(object);
+  count_object(kind, 1);
+  return object;
+}
+// Deletes a live T of `set`; false (nothing done) when `object` is not live there.
+template <class T>
+bool remove_live(std::set<const void*> State::*set, const void* object, const char* kind) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if ((s.*set).erase(object) == 0) return false;
+  delete static_cast<const T*>(object);
+  count_object(kind, -1);
+  return true;
+}
 
 inline int64_t numel(const Descriptor& tensor) {
   int64_t n = 1;
@@ -525,10 +544,14 @@ inline cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   using namespace mcdl::emu::cudnn;
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate: null handle pointer");
   if (mcdl::emu::emulated_device_count() == 0) return fail(CUDNN_STATUS_NOT_INITIALIZED, "cudnnCreate: no device");
-  *handle = new cudnnContext();
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.handles.insert(*handle);
+  *handle = add_live(&State::handles, new cudnnContext(), "cudnn handles");
+  return CUDNN_STATUS_SUCCESS;
+}
+
+inline cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  using namespace mcdl::emu::cudnn;
+  if (!remove_live<cudnnContext>(&State::handles, handle, "cudnn handles"))
+    return fail(CUDNN_STATUS_BAD_PARAM, "cudnnDestroy: not a live handle");
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -558,20 +581,14 @@ inline cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t t
   }
   auto* created = new Descriptor();
   created->type = type;
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.descriptors.insert(created);
-  *descriptor = created;
+  *descriptor = add_live(&State::descriptors, created, "cudnn descriptors");
   return CUDNN_STATUS_SUCCESS;
 }
 
 inline cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
   using namespace mcdl::emu::cudnn;
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.descriptors.erase(descriptor) == 0)
+  if (!remove_live<Descriptor>(&State::descriptors, descriptor, "cudnn descriptors"))
     return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendDestroyDescriptor: not a live descriptor");
-  delete static_cast<Descriptor*>(descriptor);
   return CUDNN_STATUS_SUCCESS;
 }
 

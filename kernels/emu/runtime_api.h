@@ -1,13 +1,17 @@
 // The part of the CUDA runtime API the project calls, for emulator builds: "device" memory is
 // host memory, every call completes at once (launches are synchronous too), and the number of
 // devices is whatever the program sets (0 by default, so a build without nvcc is a CPU-only
-// build; the emulated test binary sets 1).
+// build; the emulated test binary sets 1). Streams, events and pool memory are counted while
+// they live (live_objects.h), so a test can check that everything created is released.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+#include <chrono>
+
+#include "kernels/emu/live_objects.h"
 #include "kernels/emu/vector_types.h"
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNoDevice = 100 };
@@ -72,19 +76,93 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
+struct CUstream_st {};  // a stream only has to be a distinct, countable object here
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = nullptr;
+  *stream = mcdl::emu::make_counted<CUstream_st>("streams");
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  return mcdl::emu::destroy_counted(stream, "streams") ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  mcdl::emu::observe_frees();
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  mcdl::emu::observe_frees();
+  return cudaSuccess;
+}
+
+// Events record the host clock: every call before a record has finished when it returns.
+struct CUevent_st {
+  std::chrono::steady_clock::time_point at;
+};
+using cudaEvent_t = CUevent_st*;
+inline cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = mcdl::emu::make_counted<CUevent_st>("events");
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  return mcdl::emu::destroy_counted(event, "events") ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  mcdl::emu::observe_frees();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return cudaSuccess;
+}
+
+// The device's default stream-ordered pool (see live_objects.h for what is modelled).
+struct CUmemPoolHandle_st {};
+using cudaMemPool_t = CUmemPoolHandle_st*;
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  static CUmemPoolHandle_st default_pool;
+  if (cudaSetDevice(device) != cudaSuccess) return cudaErrorInvalidValue;
+  *pool = &default_pool;
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  if (!pool || attr != cudaMemPoolAttrReleaseThreshold || !value) return cudaErrorInvalidValue;
+  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  std::memcpy(&live.release_threshold, value, sizeof live.release_threshold);
+  return cudaSuccess;
+}
+// Returns kept blocks until at most min_bytes_to_keep remain; frees no synchronize has seen yet
+// count as outstanding, as on a GPU.
+inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_keep) {
+  if (!pool) return cudaErrorInvalidValue;
+  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  if (live.idle_pool_bytes > min_bytes_to_keep) live.idle_pool_bytes = min_bytes_to_keep;
+  return cudaSuccess;
+}
 
 inline cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
   const size_t rounded = (bytes + 255) / 256 * 256;
   *ptr = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
-  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*ptr) return cudaErrorMemoryAllocation;
+  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  live.allocations[*ptr] = rounded;
+  return cudaSuccess;
 }
 inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) {
+  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+  {
+    std::lock_guard<std::mutex> lock(live.mutex);
+    const auto found = live.allocations.find(ptr);
+    if (found == live.allocations.end()) return cudaErrorInvalidValue;  // not from cudaMallocAsync, or freed twice
+    live.pending_free_bytes += found->second;
+    live.allocations.erase(found);
+  }
   std::free(ptr);
   return cudaSuccess;
 }

@@ -47,6 +47,6 @@ inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline double2 make_double2(double x, double y) { return {x, y}; }
 
-// Launches are synchronous in the emulator; streams only have to exist as a type.
+// Launches are synchronous in the emulator; streams only have to exist as objects (runtime_api.h).
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;

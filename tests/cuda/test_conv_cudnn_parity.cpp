@@ -306,4 +306,6 @@ TEST_CASE("cudnn stand-in: descriptor validation, alignment, workspace, alpha an
 
   for (cudnnBackendDescriptor_t d : created) CHECK(cudnnBackendDestroyDescriptor(d) == CUDNN_STATUS_SUCCESS);
   CHECK(cudnnBackendDestroyDescriptor(x) == CUDNN_STATUS_BAD_PARAM);  // already destroyed
+  CHECK(cudnnDestroy(handle) == CUDNN_STATUS_SUCCESS);
+  CHECK(cudnnDestroy(handle) == CUDNN_STATUS_BAD_PARAM);  // already destroyed
 }

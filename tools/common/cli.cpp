@@ -1,18 +1,28 @@
 #include "tools/common/cli.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 
+#include "engine/device.h"
+
 namespace mcdl::tools {
 
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
+  // Under a file size limit (ulimit -f) a write past it then fails with EFBIG, which the checked
+  // writes report (io/durable_file.h), instead of SIGXFSZ ending the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
+  int status = 1;
   try {
-    return run(argc, argv);
+    status = run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
   }
+  // Every tensor of run() is gone by now; the GPU's handles, stream and pool go before main
+  // returns, while the CUDA runtime is still up (see cuda::release_device).
+  release_device_resources();
+  return status;
 }
 
 int64_t positive_integer(const std::string& text, const std::string& option) {

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stb/stb_image_write.h>
 
 #include "data/decode.h"
 #include "engine/error.h"
+#include "io/durable_file.h"
 #include "io/npy.h"
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/tsne.h"
@@ -54,15 +56,20 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    check(out.good(), "cannot write ", tmp.string(), " (disk full or no permission?)");
-  }
-  fs::rename(tmp, path);
+void write_file(const fs::path& path, const std::string& text) { write_file_atomically(path.string(), text); }
+
+// As data/decode.h's write_png, but encoded in memory and written through write_file: stb's own
+// file writer ignores a failed fwrite, so a full disk would leave a truncated picture unnoticed.
+void write_png_file(const fs::path& path, const Image& image) {
+  std::string bytes;
+  const auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  const int ok = stbi_write_png_to_func(append, &bytes, static_cast<int>(image.width), static_cast<int>(image.height),
+                                        static_cast<int>(image.channels), image.pixels.data(),
+                                        static_cast<int>(image.width * image.channels));
+  check(ok != 0, "cannot encode ", path.string(), " as PNG");
+  write_file(path, bytes);
 }
 
 // confusion.png from predictions.csv: a row per class (old classes first, as the labels are
@@ -116,7 +123,7 @@ bool write_confusion_png(const fs::path& run) {
     for (int64_t x = 0; x < image.width; ++x) image.at(num_old * cell, x, 0) = 220, image.at(num_old * cell, x, 1) = 0, image.at(num_old * cell, x, 2) = 0;
     for (int64_t y = 0; y < image.height; ++y) image.at(y, num_old * cell, 0) = 220, image.at(y, num_old * cell, 1) = 0, image.at(y, num_old * cell, 2) = 0;
   }
-  write_png((run / "confusion.png").string(), image);
+  write_png_file(run / "confusion.png", image);
   return true;
 }
 
@@ -189,7 +196,7 @@ bool write_embedding_png(const fs::path& run) {
         for (int ch = 0; ch < 3; ++ch) image.at(yy, xx, ch) = ring ? 0 : colour(c, ch);
       }
   }
-  write_png((run / "embedding.png").string(), image);
+  write_png_file(run / "embedding.png", image);
   return true;
 }
 
@@ -198,6 +205,7 @@ bool write_embedding_png(const fs::path& run) {
 std::string write_run_report(const std::string& run_dir) {
   const fs::path run(run_dir), metrics_path = run / "metrics.csv";
   check(fs::exists(metrics_path), run_dir, " has no metrics.csv (a run directory written by ./mcdl_train?)");
+  probe_writable_directory(run_dir, "free some space there, then run ./mcdl_report " + run_dir + " again");
   const CsvTable metrics = read_csv(metrics_path.string());
   const int64_t epoch = metrics.require_column("epoch");
   std::vector<double> x;
