@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/tool_binary.h"
+
 namespace mcdl::testing {
 
 struct ChildOutcome {
@@ -59,7 +61,7 @@ inline ChildOutcome run_with_file_size_limit(rlim_t limit, const std::function<i
 // process's threads is used in the child). SIGXFSZ is back at its default, which ends the
 // process: the tool must ignore it itself to report the failed write.
 inline ChildOutcome run_mcdl_train(rlim_t limit, std::vector<std::string> args) {
-  args.insert(args.begin(), "./mcdl_train");
+  args.insert(args.begin(), tool_binary("mcdl_train"));
   return run_with_file_size_limit(limit, [&] {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

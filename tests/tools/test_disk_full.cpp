@@ -14,6 +14,7 @@
 #include "tests/checkpoint_compare.h"
 #include "tests/file_size_limit.h"
 #include "tests/synthetic_folder_dataset.h"
+#include "tests/tool_binary.h"
 
 using namespace mcdl;
 using testing::read_text;
@@ -41,7 +42,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("mcdl_train: a full disk at a checkpoint stops the run, keeps the last checkpoint, and --resume goes on") {
-  REQUIRE_MESSAGE(fs::exists("mcdl_train"), "build ./mcdl_train first (make test does)");
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
   const fs::path base = scratch_directory("mcdl-disk-full");
   const fs::path whole = base / "whole", full = base / "full";
   // One epoch, copied; then the reference finishes its second epoch with room to spare.
@@ -80,7 +81,7 @@ TEST_CASE("mcdl_train: a full disk at a checkpoint stops the run, keeps the last
 }
 
 TEST_CASE("mcdl_train: a full disk or an unwritable run directory is found before any work") {
-  REQUIRE_MESSAGE(fs::exists("mcdl_train"), "build ./mcdl_train first (make test does)");
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
   const fs::path base = scratch_directory("mcdl-probe");
   const auto expect_refusal = [](const testing::ChildOutcome& outcome, const std::string& says) {
     INFO("stderr: ", outcome.err);
