@@ -64,4 +64,15 @@ std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<i
   return csv;
 }
 
+std::string append_test_accuracy(MetricsRow& row, const TrainingData& data, const std::vector<int64_t>& predictions,
+                                 ClusterAccuracy& accuracy, const RunDirectory* final_run) {
+  const std::vector<int64_t> truth = data.test_labels();
+  accuracy = append_accuracy(row, known_labels(truth, predictions, data.test_is_old()), data.dataset.balanced_accuracy,
+                             "test_");
+  if (final_run != nullptr)
+    final_run->write_text("test_predictions.csv",
+                          predictions_csv(data.test, predictions, truth, data.num_old_classes()));
+  return "  test " + accuracy_summary(accuracy);
+}
+
 }  // namespace mcdl

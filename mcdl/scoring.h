@@ -8,6 +8,7 @@
 
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/run_directory.h"
+#include "mcdl/training_data.h"
 
 namespace mcdl {
 
@@ -32,5 +33,12 @@ std::string accuracy_summary(const ClusterAccuracy& acc);
 // "id,prediction,label,old" rows (old/new/unknown by the label).
 std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,
                             const std::vector<int64_t>& truth, int64_t num_old_classes);
+
+// The inductive columns (test_all / test_old / test_new, and the v2b ones where the dataset is
+// scored balanced) of predictions on the test split (data.test's order), the clusters matched on
+// that split alone; sets `accuracy`; with `final_run`, also writes its test_predictions.csv.
+// Returns the summary line's part ("  test All ... Old ... New ...").
+std::string append_test_accuracy(MetricsRow& row, const TrainingData& data, const std::vector<int64_t>& predictions,
+                                 ClusterAccuracy& accuracy, const RunDirectory* final_run);
 
 }  // namespace mcdl

@@ -86,9 +86,6 @@ class Trainer {
   void make_optimizer();
   void write_predictions(const std::vector<int64_t>& predictions);
   std::string append_validation(MetricsRow& row, const std::vector<int64_t>& predictions);
-  // The inductive columns on the test split's predictions (the classes matched on that split
-  // alone); returns the summary line's part. On the final evaluation also test_predictions.csv.
-  std::string append_test(MetricsRow& row, const std::vector<int64_t>& predictions, bool final);
 
   TrainConfig config_;
   Method method_;
@@ -267,7 +264,10 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
     last_accuracy_ = append_accuracy(row, known, data_.dataset.balanced_accuracy);
     scores = "  " + accuracy_summary(last_accuracy_);
   }
-  if (test_eval_) scores += append_test(row, test_eval_->predict(*model_), final);
+  if (test_eval_) {
+    const std::vector<int64_t> test_predictions = test_eval_->predict(*model_);
+    scores += append_test_accuracy(row, data_, test_predictions, last_test_accuracy_, final ? &run_ : nullptr);
+  }
   std::string buckets;
   if (bank_weak_) {
     const std::vector<int64_t> cluster_to_class =
@@ -321,15 +321,6 @@ std::string Trainer::append_validation(MetricsRow& row, const std::vector<int64_
   return line;
 }
 
-std::string Trainer::append_test(MetricsRow& row, const std::vector<int64_t>& predictions, bool final) {
-  const std::vector<int64_t> truth = data_.test_labels();
-  last_test_accuracy_ = append_accuracy(row, known_labels(truth, predictions, data_.test_is_old()),
-                                        data_.dataset.balanced_accuracy, "test_");
-  if (final)
-    run_.write_text("test_predictions.csv", predictions_csv(data_.test, predictions, truth, data_.num_old_classes()));
-  return "  test " + accuracy_summary(last_test_accuracy_);
-}
-
 void Trainer::write_predictions(const std::vector<int64_t>& predictions) {
   run_.write_text("predictions.csv",
                   predictions_csv(eval_indices_, predictions, eval_truth_, data_.num_old_classes()));
@@ -380,9 +371,11 @@ RunSummary Trainer::run_kmeans() {
   const ClusterAccuracy acc = known_accuracy(known_labels(eval_truth_, result.assignment, eval_is_old_), false);
   MetricsRow row{{"epoch", 0}, {"all", acc.all}, {"old", acc.old_classes}, {"new", acc.new_classes}};
   // Inductive: each test image takes the cluster of its nearest centre.
-  const std::string test =
-      test_eval_ ? append_test(row, nearest_centres(test_eval_->features(model_->backbone, true), result.centres), true)
-                 : std::string();
+  std::string test;
+  if (test_eval_) {
+    const std::vector<int64_t> nearest = nearest_centres(test_eval_->features(model_->backbone, true), result.centres);
+    test = append_test_accuracy(row, data_, nearest, last_test_accuracy_, &run_);
+  }
   const std::string validation = append_validation(row, result.assignment);
   row.push_back({"inertia", result.inertia});
   row.push_back({"seconds", seconds_since(start)});
