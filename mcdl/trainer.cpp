@@ -201,11 +201,11 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
       const ProfileRange range(device_, "mcdl");
-      const McdlBatch step_batch{out, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
-      const McdlTerms extra = mcdl_step.run(*model_, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
-      // At full weight the spec's sum, in the spec's order (the paper variant stays bit for bit).
-      if (mcdl_weight == 1.0) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
-      else if (mcdl_losses) total = total + (extra.sup + (extra.semi + extra.self) * config_.lambda) * mcdl_weight;
+      const McdlBatch step_batch{
+          out.logits, out.projection, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
+      const auto logits = [this](const Tensor& images) { return model_->forward(images).logits; };
+      const McdlTerms extra = mcdl_step.run(logits, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
+      total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
     const std::vector<double> values = profiled(device_, "read_losses", [&] {
