@@ -183,3 +183,39 @@ TEST_CASE("kmeans and semi_supervised_kmeans: errors name the function and the p
   CHECK_THROWS_WITH(semi_supervised_kmeans(features, {0, 1, 2, 3}, {0, 1, 0, 1}, {.k = 3}),
                     doctest::Contains("no row is unlabelled"));
 }
+
+TEST_CASE("semi_supervised_kmeans: a warm start keeps the new clusters' identities, draws nothing, checks its centres") {
+  // 6 blobs, 0..2 labelled; a cold run finds new blobs 3..5 as some clusters 3..5.
+  const Blobs data = separated_blobs(6, 30, 8, 5);
+  std::vector<int64_t> indices, classes;
+  for (int64_t i = 0; i < 180 && indices.size() < 30; ++i)
+    if (data.blob[i] < 3) {
+      indices.push_back(i);
+      classes.push_back(data.blob[i]);
+    }
+  const KMeansOptions cold{.k = 6, .restarts = 3, .max_iters = 200, .tol = 1e-4, .seed = 0};
+  const KMeansResult first = semi_supervised_kmeans(data.features, indices, classes, cold);
+  // Warm-started from the cold result's centres with new clusters 3 and 5 swapped: the new blobs
+  // follow their starting centres, whatever the seed.
+  std::vector<float> swapped = first.centres.to_vector<float>();
+  std::swap_ranges(swapped.begin() + 3 * 8, swapped.begin() + 4 * 8, swapped.begin() + 5 * 8);
+  KMeansOptions warm{.k = 6, .restarts = 1, .max_iters = 200, .tol = 1e-4, .seed = 9};
+  const KMeansResult second =
+      semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8}));
+  const std::vector<int64_t> rename{0, 1, 2, 5, 4, 3};
+  for (int64_t i = 0; i < 180; ++i) CHECK(second.assignment[i] == rename[first.assignment[i]]);
+  warm.seed = 0;
+  CHECK(semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8})).assignment ==
+        second.assignment);
+  // The labelled clusters restart from the class means, not from the given rows: any rows 0..2 give
+  // the same result.
+  std::fill(swapped.begin(), swapped.begin() + 3 * 8, 100.0f);
+  CHECK(semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8})).assignment ==
+        second.assignment);
+
+  CHECK_THROWS_WITH(semi_supervised_kmeans(data.features, indices, classes, warm, zeros({5, 8})),
+                    doctest::Contains("initial centres f32[5, 8] cpu must be [k = 6, D = 8]"));
+  warm.restarts = 2;
+  CHECK_THROWS_WITH(semi_supervised_kmeans(data.features, indices, classes, warm, zeros({6, 8})),
+                    doctest::Contains("restarts must be 1"));
+}
