@@ -10,6 +10,7 @@
 #include "engine/random.h"
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/dcl_loss.h"
+#include "mcdl/scoring.h"
 
 namespace mcdl {
 namespace {
@@ -178,6 +179,17 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   }
   report.medium_accuracy = accuracy(medium, medium_pseudo, report.known_medium);
   return report;
+}
+
+std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
+  row.push_back({"high", static_cast<double>(report.counts.high)});
+  row.push_back({"medium", static_cast<double>(report.counts.medium)});
+  row.push_back({"low", static_cast<double>(report.counts.low)});
+  row.push_back({"high_pseudo_acc", report.high_accuracy});
+  row.push_back({"medium_pseudo_acc", report.medium_accuracy});
+  return "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
+         std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
+         percent(report.medium_accuracy);
 }
 
 }  // namespace mcdl

@@ -257,14 +257,7 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
         known.truth.empty() ? std::vector<int64_t>{} : v2_assignment(known.truth, known.predictions);
     const BucketReport report =
         bucket_report(*bank_weak_, *bank_strong_, config_.mu, data_.unlabelled_labels(), cluster_to_class);
-    row.push_back({"high", static_cast<double>(report.counts.high)});
-    row.push_back({"medium", static_cast<double>(report.counts.medium)});
-    row.push_back({"low", static_cast<double>(report.counts.low)});
-    row.push_back({"high_pseudo_acc", report.high_accuracy});
-    row.push_back({"medium_pseudo_acc", report.medium_accuracy});
-    buckets = "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
-              std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
-              percent(report.medium_accuracy);
+    buckets = append_bucket_columns(row, report);
   }
   const std::string validation = append_validation(row, predictions);
   // The summary line: every loss term, lr, accuracy, buckets and the validation signal.
@@ -385,7 +378,7 @@ TrainConfig resume_config(const std::string& run_dir) {
 }
 
 RunSummary run_training(const TrainConfig& config, bool resume) {
-  if (parse_method(config.method) == Method::gcd) return run_gcd_training(config, resume);
+  if (is_gcd_method(parse_method(config.method))) return run_gcd_training(config, resume);
   Trainer trainer(config, resume);
   return trainer.run();
 }
