@@ -5,14 +5,12 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include "io/safetensors.h"
 #include "mcdl/train_config.h"
 #include "mcdl/trainer.h"
+#include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
 using namespace mcdl;
@@ -22,35 +20,15 @@ namespace {
 
 fs::path make_folder_dataset() { return testing::coloured_squares_dataset("gcd-mcdl-data"); }
 
-// The GCD baseline's tiny run (tests/mcdl/test_gcd_baseline.cpp) with MCDL: μ = 2, its losses
-// from epoch 2 at full weight.
+// The GCD baseline's tiny run (tests/mcdl/test_gcd_baseline.cpp) with MCDL, 6 epochs: μ = 2, its
+// losses from epoch 2 at full weight.
 TrainConfig tiny_config(const fs::path& out) {
-  TrainConfig c = testing::squares_run_config(make_folder_dataset(), out);
-  c.gcd_head_out = 256;
-  c.method = "gcd+mcdl";
+  TrainConfig c = testing::squares_gcd_config(make_folder_dataset(), out, "gcd+mcdl");
   c.epochs = 6;
-  c.kmeans_restarts = 10;
   c.mu = 2;
   c.mcdl_start = 2;
   c.mcdl_ramp = 0;
   return c;
-}
-
-// The rows of metrics.csv as column name → values.
-std::map<std::string, std::vector<std::string>> columns(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string header;
-  std::getline(in, header);
-  std::vector<std::string> names;
-  std::istringstream head(header);
-  for (std::string name; std::getline(head, name, ',');) names.push_back(name);
-  std::map<std::string, std::vector<std::string>> out;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream cells(line);
-    std::string cell;
-    for (size_t c = 0; std::getline(cells, cell, ','); ++c) out[names.at(c)].push_back(cell);
-  }
-  return out;
 }
 
 }  // namespace
@@ -72,15 +50,11 @@ TEST_CASE("gcd+mcdl options: the method parses, GCD's k-means defaults, MCDL's v
 
 TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's terms and buckets, banks in the checkpoint") {
   const fs::path out = fs::temp_directory_path() / ("mcdl-gcd-mcdl-run-" + std::to_string(::getpid()));
-  const RunSummary summary = run_training(tiny_config(out), false);
-  CHECK(summary.epochs_completed == 6);
-  CHECK(summary.iterations == 6 * 6);  // 216 images at batch 32
-  CHECK(summary.accuracy.all > 0.6);    // chance is 1/6
-  CHECK(summary.accuracy.new_classes > 0.4);
+  testing::check_learnt_squares(run_training(tiny_config(out), false), 6);
   const std::string csv = testing::read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,contrastive,supcon,l_sup,l_semi,l_self,iterations,all,old,new,high,medium,low,"
                  "high_pseudo_acc,medium_pseudo_acc,seconds\n") == 0);
-  const auto col = columns(csv);
+  const auto col = testing::metrics_columns(csv);
   REQUIRE(col.at("epoch").size() == 6);
   for (size_t e = 0; e < 6; ++e) {
     INFO("epoch " << e);
@@ -106,42 +80,11 @@ TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's ter
 }
 
 TEST_CASE("e2e: a resumed --method gcd+mcdl run equals the uninterrupted run bit for bit (CPU)") {
-  const fs::path base = fs::temp_directory_path() / ("mcdl-gcd-mcdl-resume-" + std::to_string(::getpid()));
-  TrainConfig whole = tiny_config(base / "whole");
-  whole.epochs = 3;
-  whole.mcdl_start = 1;
-  run_training(whole, false);
-
-  TrainConfig first = tiny_config(base / "parts");
-  first.epochs = 3;
-  first.mcdl_start = 1;
-  first.max_iters = 8;  // epoch 1 (6 iterations) is checkpointed, the 2 of epoch 2 are not
-  run_training(first, false);
-  TrainConfig resumed = resume_config(first.out);
-  resumed.max_iters = 0;
-  CHECK(run_training(resumed, true).epochs_completed == 3);
-
-  const SafetensorsFile a = load_safetensors((base / "whole/checkpoints/last.safetensors").string());
-  const SafetensorsFile b = load_safetensors((base / "parts/checkpoints/last.safetensors").string());
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  CHECK(a.tensors.count("classifier.centres") == 1);
-  for (const auto& [name, t] : a.tensors) {
-    INFO(name);
-    REQUIRE(b.tensors.count(name) == 1);
-    const Tensor& u = b.tensors.at(name);
-    REQUIRE(t.dtype() == u.dtype());
-    REQUIRE(t.shape() == u.shape());
-    CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
-  }
-  // Every metrics column but the timing, epoch by epoch, and the predictions.
-  auto without_seconds = [](const std::string& csv) {
-    auto col = columns(csv);
-    col.erase("seconds");
-    return col;
-  };
-  CHECK(without_seconds(testing::read_text(base / "whole/metrics.csv")) ==
-        without_seconds(testing::read_text(base / "parts/metrics.csv")));
-  CHECK(testing::read_text(base / "whole/predictions.csv") == testing::read_text(base / "parts/predictions.csv"));
-  fs::remove_all(base);
+  TrainConfig config = tiny_config(fs::temp_directory_path() / "unused");
+  config.epochs = 3;
+  config.mcdl_start = 1;
+  // Epoch 1 (6 iterations) is checkpointed, the 2 of epoch 2 are not.
+  testing::check_resume_matches_whole_run(
+      config, fs::temp_directory_path() / ("mcdl-gcd-mcdl-resume-" + std::to_string(::getpid())), 8);
   fs::remove_all(make_folder_dataset());
 }

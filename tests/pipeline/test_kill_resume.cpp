@@ -19,6 +19,7 @@
 #include "engine/random.h"
 #include "io/safetensors.h"
 #include "mcdl/trainer.h"
+#include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
 extern char** environ;
@@ -111,16 +112,8 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
   REQUIRE(finished == 0);
   CHECK(kills >= 1);  // the first always lands (it comes before a run's length); the rest depend on progress
 
-  const SafetensorsFile a = load_safetensors((base / "whole/checkpoints/last.safetensors").string());
-  const SafetensorsFile b = load_safetensors((base / "killed/checkpoints/last.safetensors").string());
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (const auto& [name, t] : a.tensors) {
-    INFO(name);
-    REQUIRE(b.tensors.count(name) == 1);
-    const Tensor& u = b.tensors.at(name);
-    REQUIRE(t.nbytes() == u.nbytes());
-    CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
-  }
+  testing::check_same_checkpoints(base / "whole/checkpoints/last.safetensors",
+                                  base / "killed/checkpoints/last.safetensors");
   CHECK(metrics_without_time(base / "whole/metrics.csv") == metrics_without_time(base / "killed/metrics.csv"));
   CHECK(testing::read_text(base / "whole/predictions.csv") == testing::read_text(base / "killed/predictions.csv"));
   fs::remove_all(base);
