@@ -80,8 +80,8 @@ VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file) {
 
 std::unique_ptr<SimGCDModel> load_checkpoint_model(const std::string& run_dir_or_file) {
   const TrainingCheckpoint checkpoint = read_training_checkpoint(run_dir_or_file);
-  check(checkpoint.config.has_head(), "checkpoint ", checkpoint.path, " has no classifier head (a --method gcd ",
-        "run predicts through k-means): use a simgcd or simgcd+mcdl run");
+  check(checkpoint.config.has_head(), "checkpoint ", checkpoint.path, " has no classifier head (a --method gcd or ",
+        "gcd+mcdl run predicts through k-means): use a simgcd or simgcd+mcdl run");
   auto model = std::make_unique<SimGCDModel>(checkpoint.config);
   load_saved(*model, model->backbone, checkpoint.model, checkpoint);
   return model;

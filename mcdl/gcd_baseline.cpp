@@ -25,6 +25,7 @@
 #include "mcdl/estimate_k.h"
 #include "mcdl/evaluator.h"
 #include "mcdl/frozen_backbone.h"
+#include "mcdl/gcd_mcdl.h"
 #include "mcdl/kmeans.h"
 #include "mcdl/progress.h"
 #include "mcdl/run_checkpoint.h"
@@ -76,10 +77,12 @@ GcdLossTerms gcd_loss(const Tensor& outputs, const std::vector<int64_t>& labels,
 
 namespace {
 
+// With MCDL, the variant's defaults are filled in, as config.json records them.
 TrainConfig validated(TrainConfig config) {
   validate_config(config);
-  check(parse_method(config.method) == Method::gcd, "run_gcd_training: --method is '", config.method, "', not gcd");
-  return config;
+  const Method method = parse_method(config.method);
+  check(is_gcd_method(method), "run_gcd_training: --method is '", config.method, "', not gcd or gcd+mcdl");
+  return method == Method::gcd_mcdl ? with_variant_defaults(config) : config;
 }
 
 class GcdRun {
@@ -91,8 +94,10 @@ class GcdRun {
   void build_model();
   void make_optimizer();
   bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
-  // Stages 2 and 3: features, semi-supervised k-means, accuracy, predictions.csv.
-  void cluster(MetricsRow& row, std::string& summary);
+  // Stage 2: the L2-normalised backbone features of every training image, labelled ones first.
+  Tensor features();
+  // Stage 3: semi-supervised k-means on them, accuracy, predictions.csv.
+  void cluster(const Tensor& features, MetricsRow& row, std::string& summary);
   void finish_epoch(int64_t epoch, MetricsRow& row, bool final);
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
@@ -107,6 +112,8 @@ class GcdRun {
   std::string frozen_fingerprint_;  // of its frozen blocks, as built (mcdl/frozen_backbone.h)
   std::unique_ptr<GcdHead> head_;
   std::unique_ptr<Sgd> optimizer_;
+  std::unique_ptr<EvaluationSet> images_;  // every training image, labelled first, test transform
+  std::unique_ptr<GcdMcdl> mcdl_;          // --method gcd+mcdl only
   RunProgress progress_;
   ClusterAccuracy accuracy_{std::nan(""), std::nan(""), std::nan("")};
 };
@@ -122,6 +129,13 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
   begin_run(config_, data_, run_, resume_);
   build_model();
   make_optimizer();
+  std::vector<int64_t> images = data_.labelled;
+  images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
+  images_ = std::make_unique<EvaluationSet>(*data_.cache, images, evaluation_options(config_, data_, device_));
+  if (parse_method(config_.method) == Method::gcd_mcdl) {
+    mcdl_ = std::make_unique<GcdMcdl>(config_, data_, clusters_, device_);
+    if (!resume_) mcdl_->fit(features());  // the classifier before the first epoch (a resume loads it)
+  }
   if (resume_) load_checkpoint();
 }
 
@@ -164,16 +178,19 @@ RunSummary GcdRun::run() {
 }
 
 // Each epoch reports its losses; the last one also clusters (GCD evaluates only at the end).
+// With MCDL every epoch refits the classifier and reports the buckets.
 void GcdRun::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
   const std::string line = loss_summary(row);
   std::string clustering;
+  const Tensor image_features = final || mcdl_ ? features() : Tensor();
   if (final) {
-    cluster(row, clustering);
+    cluster(image_features, row, clustering);
   } else {
     for (const char* name : {"all", "old", "new"}) row.push_back({name, std::nan("")});
     if (data_.dataset.balanced_accuracy)
       for (const char* name : {"all_v2b", "old_v2b", "new_v2b"}) row.push_back({name, std::nan("")});
   }
+  if (mcdl_) clustering += mcdl_->append_buckets(row, mcdl_->fit(image_features));
   std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
               static_cast<long long>(config_.epochs), line.c_str(), row[1].second, clustering.c_str());
   std::fflush(stdout);
@@ -182,23 +199,42 @@ void GcdRun::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
 bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
   const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
-  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, {ViewKind::train, ViewKind::train}));
+  std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
+  if (mcdl_) views.push_back(ViewKind::strong);  // MCDL's strong view (mcdl-spec §2)
+  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
   loader.start(epoch, plan.batches);
 
-  EpochLog log(config_, epoch, num_batches, {"loss", "contrastive", "supcon"});
+  std::vector<std::string> names = {"loss", "contrastive", "supcon"};
+  if (mcdl_) names.insert(names.end(), {"l_sup", "l_semi", "l_self"});
+  const double mcdl_weight = mcdl_ ? mcdl_loss_weight(config_, epoch) : 0.0;
+  EpochLog log(config_, epoch, num_batches, names);
   LoadedBatch batch;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
     const BatchLabels meta = batch_labels(plan, data_, it);
+    Tensor features;
     const Tensor outputs = profiled(device_, "forward", [&] {
-      return head_->forward(backbone_->forward(concat({batch.views[0], batch.views[1]}, 0)));
+      features = backbone_->forward(concat({batch.views[0], batch.views[1]}, 0));
+      return head_->forward(features);
     });
     const GcdLossTerms loss = gcd_loss(outputs, meta.labels, meta.labelled, config_.sup_weight, config_.gcd_temperature);
+    Tensor total = loss.total;
+    std::vector<Tensor> terms = {loss.total, loss.contrastive, loss.supcon};
+    if (mcdl_) {
+      const ProfileRange range(device_, "mcdl");
+      const McdlTerms extra = mcdl_->step(*backbone_, features, outputs, batch.views[0], batch.views[2], meta, epoch,
+                                          it, mcdl_weight > 0);
+      total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
+      terms = {total, loss.contrastive, loss.supcon, extra.sup, extra.semi, extra.self};
+    }
     const std::vector<double> values = profiled(device_, "read_losses", [&] {
-      return std::vector<double>{loss.total.item(), loss.contrastive.item(), loss.supcon.item()};
+      std::vector<double> read;
+      for (const Tensor& t : terms) read.push_back(t.item());
+      return read;
     });
-    check_finite_loss(values[0], "gcd", epoch, it, run_, progress_.epochs_completed);
-    backward_and_step(loss.total, *optimizer_);
+    for (size_t t = 0; t < values.size(); ++t)
+      check_finite_loss(values[t], t == 0 ? "gcd" : names[t], epoch, it, run_, progress_.epochs_completed);
+    backward_and_step(total, *optimizer_);
     if (!log.record(values, progress_.iterations)) {
       progress_.stop = true;
       break;
@@ -207,15 +243,16 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   return log.finish(row);
 }
 
-void GcdRun::cluster(MetricsRow& row, std::string& summary) {
-  // extract_features.py + k_means.py: every training image through the test transform, labelled
-  // ones first; their L2-normalised CLS features; the labelled rows fixed to their classes.
+// extract_features.py: every training image through the test transform, labelled ones first;
+// their L2-normalised CLS features (on the CPU).
+Tensor GcdRun::features() {
   const ProfileRange range(device_, "evaluation");
-  std::vector<int64_t> images = data_.labelled;
-  images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
-  EvaluationSet set(*data_.cache, images, evaluation_options(config_, data_, device_));
-  const Tensor features = set.features(*backbone_, true);
+  return images_->features(*backbone_, true);
+}
 
+// k_means.py: the labelled rows fixed to their classes.
+void GcdRun::cluster(const Tensor& features, MetricsRow& row, std::string& summary) {
+  const ProfileRange range(device_, "evaluation");
   const int64_t num_labelled = static_cast<int64_t>(data_.labelled.size());
   std::vector<int64_t> labelled_rows(static_cast<size_t>(num_labelled)), labelled_classes;
   for (int64_t i = 0; i < num_labelled; ++i) {
@@ -246,6 +283,7 @@ void GcdRun::save_checkpoint(int64_t epochs_completed) {
   for (auto& [name, t] : prefixed("model.", trainable_state(*backbone_, *backbone_))) tensors[name] = t;
   for (auto& [name, t] : prefixed("projection_head.", head_->state_dict())) tensors[name] = t;
   for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
+  if (mcdl_) mcdl_->save(tensors);
   auto metadata = checkpoint_metadata(config_, progress_, epochs_completed,
                                       model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}}));
   metadata[frozen_backbone_key] = frozen_fingerprint_;
@@ -261,6 +299,7 @@ void GcdRun::load_checkpoint() {
   head_->load_parameters(unprefixed("projection_head.", file.tensors));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
+  if (mcdl_) mcdl_->load(file.tensors);
   resume_progress(file, run_, config_, progress_);
 }
 

@@ -23,6 +23,12 @@
 // accuracies are NaN until the final row), predictions.csv of the unlabelled images, and
 // checkpoints/last.safetensors ("model.<DINO name>" for the backbone, "projection_head.<name>"
 // for the head, as GCD saves the two, plus "optimizer.*"), so --resume continues a run.
+//
+// --method gcd+mcdl plugs MCDL in (mcdl/gcd_mcdl.h): a strong view, MCDL's losses added to
+// gcd_loss, the k-means classifier refitted before the first epoch and after each one, the
+// metrics columns l_sup, l_semi, l_self (after supcon) and high, medium, low, high_pseudo_acc,
+// medium_pseudo_acc (after the accuracies) every epoch, and "bank_weak.*", "bank_strong.*" and
+// "classifier.centres" in the checkpoint. Stages 2 and 3 stay GCD's.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -47,8 +53,9 @@ struct GcdLossTerms {
 GcdLossTerms gcd_loss(const Tensor& outputs, const std::vector<int64_t>& labels, const std::vector<uint8_t>& labelled,
                       double sup_weight, double temperature);
 
-// Runs `config` (method "gcd", validated first) into config.out, or with `resume` continues the
-// run there from checkpoints/last.safetensors (see resume_config). run_training dispatches here.
+// Runs `config` (method "gcd" or "gcd+mcdl", validated first) into config.out, or with `resume`
+// continues the run there from checkpoints/last.safetensors (see resume_config). run_training
+// dispatches here.
 RunSummary run_gcd_training(const TrainConfig& config, bool resume);
 
 }  // namespace mcdl

@@ -299,6 +299,23 @@ void check_features(const char* op, const Tensor& features) {
         features.str());
 }
 
+void check_initial_centres(const char* op, const Tensor& c, const KMeansOptions& options, int64_t dim) {
+  check(c.dim() == 2 && c.size(0) == options.k && c.size(1) == dim, op, ": initial centres ", c.str(), " must be [k = ",
+        options.k, ", D = ", dim, "]");
+  check(c.dtype() == DType::f32 || c.dtype() == DType::f64, op, ": initial centres must be f32 or f64, got ", c.str());
+  check(options.restarts == 1, op, ": a warm start makes no random draw, so restarts must be 1, got ",
+        options.restarts);
+}
+
+// The labelled class means as centres 0..C−1, then rows C..k−1 of `initial` [k, D].
+Centres warm_start(const Centres& class_means, const Tensor& initial) {
+  const int64_t k = initial.size(0), dim = initial.size(1);
+  const std::vector<double> values = initial.to(Device::cpu()).to(DType::f64).to_vector<double>();
+  Centres centres{k, dim, values};
+  std::copy(class_means.values.begin(), class_means.values.end(), centres.values.begin());
+  return centres;
+}
+
 KMeansResult to_result(Run run, Device device) {
   std::vector<float> values(run.centres.values.begin(), run.centres.values.end());
   return {std::move(run.labels), from_vector(values, {run.centres.k, run.centres.dim}, device), run.inertia,
@@ -325,7 +342,8 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options) {
 }
 
 KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<int64_t>& labelled_indices,
-                                    const std::vector<int64_t>& labelled_classes, const KMeansOptions& options) {
+                                    const std::vector<int64_t>& labelled_classes, const KMeansOptions& options,
+                                    const Tensor& initial_centres) {
   const char* op = "semi_supervised_kmeans";
   check_features(op, features);
   check_options(op, options);
@@ -373,11 +391,14 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
 
   std::vector<char> movable(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) movable[i] = fixed_cluster[i] < 0;
+  const bool warm = initial_centres.defined();
+  if (warm) check_initial_centres(op, initial_centres, options, dim);
   Run best;
   for (int64_t r = 0; r < options.restarts; ++r) {
     RandomStream rng(options.seed, stream_id("semi_supervised_kmeans", {r}));
-    Centres centres = num_classes == options.k ? class_means
-                                                : kmeans_plus_plus(*unlabelled, class_means, options.k, 1, rng);
+    Centres centres = warm                          ? warm_start(class_means, initial_centres)
+                      : num_classes == options.k ? class_means
+                                                 : kmeans_plus_plus(*unlabelled, class_means, options.k, 1, rng);
     Run run;
     std::vector<int64_t> labels = fixed_cluster;
     for (int64_t iteration = 1; iteration <= options.max_iters; ++iteration) {

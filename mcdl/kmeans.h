@@ -55,8 +55,14 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options);
 // then moves every centre to the mean of its points. An iteration whose inertia is lower than
 // all before keeps its assignment, that inertia and the updated centres; the run stops when
 // (Σ‖Δc‖)² < tol. The restart with the lowest inertia wins. C ≤ k is required.
+//
+// A warm start: `initial_centres`, f32 or f64 [k, D] (e.g. a previous result's centres), when
+// defined. Centres C..k−1 then start from its rows C..k−1 instead of k-means++ (0..C−1 are the
+// labelled class means as always), so the clusters keep their identities from one call to the
+// next; no random draw is made, and options.restarts must be 1.
 KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<int64_t>& labelled_indices,
-                                    const std::vector<int64_t>& labelled_classes, const KMeansOptions& options);
+                                    const std::vector<int64_t>& labelled_classes, const KMeansOptions& options,
+                                    const Tensor& initial_centres = Tensor());
 
 // The nearest of `centres` [k, D] to each row of `features` [N, D] (squared Euclidean distance,
 // the lowest index on a tie): how a clustering found on some images labels new ones.

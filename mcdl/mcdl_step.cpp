@@ -10,6 +10,7 @@
 #include "engine/random.h"
 #include "mcdl/cluster_accuracy.h"
 #include "mcdl/dcl_loss.h"
+#include "mcdl/scoring.h"
 
 namespace mcdl {
 namespace {
@@ -30,9 +31,15 @@ double mcdl_loss_weight(const TrainConfig& config, int64_t epoch) {
 
 McdlStep::McdlStep(const TrainConfig& config) : config_(with_variant_defaults(config)) {}
 
-McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& bank_weak, MemoryBank& bank_strong,
-                        bool losses) {
-  const auto& [weak_out, weak1, strong, labels, labelled, bank_index, epoch, iteration] = batch;
+Tensor add_mcdl_losses(const Tensor& base, const McdlTerms& terms, double lambda, double weight) {
+  if (weight == 1.0) return base + terms.sup + (terms.semi + terms.self) * lambda;
+  if (weight > 0) return base + (terms.sup + (terms.semi + terms.self) * lambda) * weight;
+  return base;
+}
+
+McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch, MemoryBank& bank_weak,
+                        MemoryBank& bank_strong, bool losses) {
+  const auto& [weak_logits, weak_projection, weak1, strong, labels, labelled, bank_index, epoch, iteration] = batch;
   const Device device = weak1.device();
   const int64_t b = weak1.size(0);
   const double temp = config_.student_temp;
@@ -44,7 +51,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
     const ProfileRange range(device, "forward");
     std::optional<NoGradGuard> no_grad;
     if (!losses || !mcdl_loss_enabled(config_, "self")) no_grad.emplace();
-    strong_logits = model.forward(strong).logits;
+    strong_logits = logits_of(strong);
   }
   std::vector<int64_t> rows, slots;  // batch rows of the unlabelled samples, and their bank slots
   for (int64_t i = 0; i < b; ++i)
@@ -61,7 +68,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
     const ProfileRange range(device, "mcdl_banks");
     {
       NoGradGuard no_grad;
-      const Tensor logits = weak_out.logits.detach();
+      const Tensor logits = weak_logits.detach();
       weak_probs = index_select(
           (softmax(slice(logits, 0, 0, b) / temp) + softmax(slice(logits, 0, b, 2 * b) / temp)) * 0.5, rows_t);
       strong_probs = index_select(softmax(strong_logits.detach() / temp), rows_t);
@@ -82,7 +89,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
     is_high_row[static_cast<size_t>(rows[static_cast<size_t>(h)])] = 1;
   }
   if (mcdl_loss_enabled(config_, "sup")) {
-    terms.sup = dcl_sup_loss(weak_out.projection, sup_labels, labelled, is_high_row, config_.tau_s);
+    terms.sup = dcl_sup_loss(weak_projection, sup_labels, labelled, is_high_row, config_.tau_s);
     if (config_.sup_norm == "union" && !high.empty()) {
       // Each high anchor weighs what a labelled anchor weighs in SimGCD's SupCon (sup_weight over
       // the anchors of labelled ∪ H) instead of 1/|H|: a handful of high samples in a batch no
@@ -116,7 +123,7 @@ McdlTerms McdlStep::run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& 
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, config_.mix_alpha);
     const Tensor mixed_images = mix(index_select(weak1, index_tensor(x_rows, device)), plan);
     const Tensor mixed_targets = mix(targets, plan);
-    const Tensor mixed_logits = profiled(device, "forward", [&] { return model.forward(mixed_images).logits; });
+    const Tensor mixed_logits = profiled(device, "forward", [&] { return logits_of(mixed_images); });
     terms.semi = semi_loss(mixed_logits, mixed_targets, x_is_high, temp);
   }
   if (!mcdl_loss_enabled(config_, "self")) return terms;
@@ -172,6 +179,17 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   }
   report.medium_accuracy = accuracy(medium, medium_pseudo, report.known_medium);
   return report;
+}
+
+std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
+  row.push_back({"high", static_cast<double>(report.counts.high)});
+  row.push_back({"medium", static_cast<double>(report.counts.medium)});
+  row.push_back({"low", static_cast<double>(report.counts.low)});
+  row.push_back({"high_pseudo_acc", report.high_accuracy});
+  row.push_back({"medium_pseudo_acc", report.medium_accuracy});
+  return "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
+         std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
+         percent(report.medium_accuracy);
 }
 
 }  // namespace mcdl

@@ -1,13 +1,20 @@
-// MCDL's part of one training iteration (mcdl-spec §2–4), after SimGCD's forward pass on the
-// two weak views: the strong view's forward pass, the memory-bank update, the credibility
+// MCDL's part of one training iteration (mcdl-spec §2–4), after the base method's forward pass
+// on the two weak views: the strong view's forward pass, the memory-bank update, the credibility
 // buckets, and L_sup, L_semi (with the forward pass of the mixed images) and L_self.
+//
+// The base method is reached only through its logits: SimGCD's cosine classifier, or for GCD
+// the k-means centroids (mcdl/kmeans_classifier.h; README: "GCD + MCDL"), so that both methods
+// share this one step.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
-#include "layers/simgcd_model.h"
+#include "engine/tensor.h"
 #include "mcdl/credibility.h"
 #include "mcdl/memory_bank.h"
+#include "mcdl/run_directory.h"
 #include "mcdl/train_config.h"
 
 namespace mcdl {
@@ -20,11 +27,22 @@ struct McdlTerms {
 // mcdl_start, then (epoch − start + 1)/(ramp + 1) until it reaches 1 after --mcdl-ramp epochs.
 double mcdl_loss_weight(const TrainConfig& config, int64_t epoch);
 
-// One batch as MCDL's step reads it. weak_out: the model's output on [weak1; weak2] (2B rows);
-// labels / labelled / bank_index per sample (bank_index: the slot in the banks, −1 for a
-// labelled sample); epoch and iteration key the MixMatch draw.
+// The base method's loss plus MCDL's (Eq. 10): base + sup + λ·(semi + self), times `weight`
+// (mcdl_loss_weight) when it is below 1; `base` alone at weight 0. At weight 1 exactly the
+// spec's sum in the spec's order, so the paper variant stays bit for bit.
+Tensor add_mcdl_losses(const Tensor& base, const McdlTerms& terms, double lambda, double weight);
+
+// The base method's classifier: images [n, C, H, W] → logits [n, K] before the temperature
+// (cosine similarities), with a graph unless a NoGradGuard is active.
+using LogitsFunction = std::function<Tensor(const Tensor& images)>;
+
+// One batch as MCDL's step reads it. weak_logits and weak_projection: the model's logits and the
+// projections L_sup acts on for [weak1; weak2] (2B rows); labels / labelled / bank_index per
+// sample (bank_index: the slot in the banks, −1 for a labelled sample); epoch and iteration key
+// the MixMatch draw.
 struct McdlBatch {
-  const HeadOutput& weak_out;
+  const Tensor& weak_logits;
+  const Tensor& weak_projection;
   const Tensor& weak1;
   const Tensor& strong;
   const std::vector<int64_t>& labels;
@@ -39,8 +57,8 @@ class McdlStep {
   explicit McdlStep(const TrainConfig& config);
   // With `losses` false (before mcdl_start) only the banks are updated and the strong view runs
   // without a graph.
-  McdlTerms run(SimGCDModel& model, const McdlBatch& batch, MemoryBank& bank_weak, MemoryBank& bank_strong,
-                bool losses);
+  McdlTerms run(const LogitsFunction& logits, const McdlBatch& batch, MemoryBank& bank_weak,
+                MemoryBank& bank_strong, bool losses);
 
  private:
   TrainConfig config_;
@@ -58,5 +76,8 @@ struct BucketReport {
 };
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
                            const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);
+// Appends its columns high, medium, low, high_pseudo_acc and medium_pseudo_acc to a metrics row;
+// returns the summary line's part ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5").
+std::string append_bucket_columns(MetricsRow& row, const BucketReport& report);
 
 }  // namespace mcdl

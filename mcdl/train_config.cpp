@@ -12,7 +12,11 @@ Method parse_method(const std::string& name) {
   if (name == "simgcd+mcdl") return Method::simgcd_mcdl;
   if (name == "kmeans") return Method::kmeans;
   if (name == "gcd") return Method::gcd;
-  fail("--method: expected simgcd, simgcd+mcdl, kmeans or gcd, got '", name, "'");
+  if (name == "gcd+mcdl") return Method::gcd_mcdl;
+  fail("--method: expected simgcd, simgcd+mcdl, kmeans, gcd or gcd+mcdl, got '", name, "'");
+}
+
+bool is_gcd_method(Method method) { return method == Method::gcd || method == Method::gcd_mcdl;
 }
 
 double effective_memax_weight(const TrainConfig& c) {
@@ -45,12 +49,12 @@ TrainConfig with_variant_defaults(TrainConfig c) {
 
 int64_t effective_kmeans_restarts(const TrainConfig& c) {
   if (c.kmeans_restarts >= 1) return c.kmeans_restarts;
-  return parse_method(c.method) == Method::gcd ? 100 : 10;  // GCD's k_means.py script; sklearn's n_init
+  return is_gcd_method(parse_method(c.method)) ? 100 : 10;  // GCD's k_means.py script; sklearn's n_init
 }
 
 int64_t effective_kmeans_iters(const TrainConfig& c) {
   if (c.kmeans_iters >= 1) return c.kmeans_iters;
-  return parse_method(c.method) == Method::gcd ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
+  return is_gcd_method(parse_method(c.method)) ? 200 : 300;  // GCD's k_means.py script; sklearn's max_iter
 }
 
 bool mcdl_loss_enabled(const TrainConfig& c, const std::string& term) {
@@ -66,8 +70,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"head-hidden", "hidden width of the SimGCD / GCD head's projection MLP", &c.head_hidden},
       {"head-bottleneck", "output width of the projection MLP", &c.head_bottleneck},
       {"head-init-std", "std of the head MLP weights at initialisation", &c.head_init_std},
-      {"method", "simgcd+mcdl (default: MCDL on SimGCD, see --mcdl-variant), simgcd, kmeans or gcd (the GCD "
-                 "baseline)", &c.method},
+      {"method", "simgcd+mcdl (default: MCDL on SimGCD, see --mcdl-variant), simgcd, kmeans, gcd (the GCD "
+                 "baseline) or gcd+mcdl (MCDL on GCD, its classifier the per-epoch semi-supervised k-means)",
+       &c.method},
       {"device", "auto (GPU when present), cpu or cuda", &c.device},
       {"precision", "matrix products and the frozen blocks: auto (bf16 on a GPU, fp32 on the CPU), fp32, tf32 or bf16 (bf16 activations in the frozen blocks, products rounded as PyTorch's autocast, fp32 accumulation)", &c.precision},
       {"out", "run directory (config, metrics, split, predictions, checkpoints)", &c.out},
@@ -96,7 +101,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"teacher-temp", "teacher temperature after the warm-up", &c.teacher_temp},
       {"warmup-teacher-epochs", "epochs of the linear teacher-temperature warm-up", &c.warmup_teacher_epochs},
       {"memax-weight", "mean-entropy weight (-1: the dataset's value)", &c.memax_weight},
-      {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd: of SupCon)", &c.sup_weight},
+      {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd, gcd+mcdl: of SupCon)", &c.sup_weight},
       {"mcdl-variant", "robust (default: the safeguards below) or paper (mcdl-spec exactly)", &c.mcdl_variant},
       {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
       {"mcdl-start", "epoch from which the MCDL losses apply (-1: paper 10% of the epochs, robust the teacher warm-up)",
@@ -113,10 +118,11 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
                          "variants)", &c.self_threshold},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
-      {"gcd-head-out", "gcd: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
-      {"gcd-temperature", "gcd: InfoNCE temperature", &c.gcd_temperature},
-      {"kmeans-restarts", "k-means restarts (kmeans and gcd; -1: 10, gcd 100)", &c.kmeans_restarts},
-      {"kmeans-iters", "k-means iterations per restart (-1: 300, gcd 200)", &c.kmeans_iters},
+      {"gcd-head-out", "gcd, gcd+mcdl: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
+      {"gcd-temperature", "gcd, gcd+mcdl: InfoNCE temperature", &c.gcd_temperature},
+      {"kmeans-restarts", "k-means restarts (kmeans, gcd and gcd+mcdl, whose later per-epoch fits warm-start with one; "
+                          "-1: 10, gcd 100)", &c.kmeans_restarts},
+      {"kmeans-iters", "k-means iterations per restart (-1: 300, gcd and gcd+mcdl 200)", &c.kmeans_iters},
       {"keep-every", "also keep the checkpoint of every N-th epoch (0: only the last)", &c.keep_every},
       {"eval-batch-size", "batch size of the per-epoch evaluation", &c.eval_batch_size},
       {"eval-subset", "evaluate on the first N unlabelled images only, for quick checks (0: all)", &c.eval_subset},
@@ -189,7 +195,8 @@ void validate_config(const TrainConfig& c) {
   check(c.self_threshold == -1.0 || (c.self_threshold >= 0 && c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or -1: the variant's)");
   check(c.val_classes >= 0, "--val-classes must not be negative");
-  check(c.val_classes == 0 || method != Method::gcd, "--val-classes: the gcd method does not score validation images");
+  check(c.val_classes == 0 || !is_gcd_method(method), "--val-classes: the ", c.method,
+        " method does not score validation images (use simgcd or simgcd+mcdl)");
   check((c.tau_s > 0 || c.tau_s == -1.0) && c.tau_u > 0 && c.student_temp > 0 && c.teacher_temp > 0 && c.warmup_teacher_temp > 0 &&
             c.gcd_temperature > 0,
         "temperatures must be positive");

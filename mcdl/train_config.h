@@ -11,9 +11,11 @@
 namespace mcdl {
 
 // The training methods (--method), parsed once from the option's text.
-enum class Method { simgcd, simgcd_mcdl, kmeans, gcd };
-// "simgcd", "simgcd+mcdl", "kmeans" or "gcd"; the error names the choices.
+enum class Method { simgcd, simgcd_mcdl, kmeans, gcd, gcd_mcdl };
+// "simgcd", "simgcd+mcdl", "kmeans", "gcd" or "gcd+mcdl"; the error names the choices.
 Method parse_method(const std::string& name);
+// gcd or gcd+mcdl: GCD's training and its final semi-supervised k-means (mcdl/gcd_baseline.h).
+bool is_gcd_method(Method method);
 
 struct TrainConfig {
   // What to run.
@@ -24,7 +26,7 @@ struct TrainConfig {
   int64_t head_hidden = 2048;          // SimGCD head MLP: D → hidden → hidden → bottleneck
   int64_t head_bottleneck = 256;
   double head_init_std = 0.02;         // SimGCD's; small backbones need more (see the README's demo)
-  // simgcd, simgcd+mcdl, kmeans, gcd. The default was chosen on the validation split only (README,
+  // simgcd, simgcd+mcdl, kmeans, gcd, gcd+mcdl. The default was chosen on the validation split only (README,
   // "MCDL: two variants"): the unlabelled images' labels never pick a default.
   std::string method = "simgcd+mcdl";
   std::string device = "auto";         // auto, cpu, cuda

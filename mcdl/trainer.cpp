@@ -207,11 +207,11 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
     std::vector<Tensor> terms = {simgcd.cls, simgcd.cluster, simgcd.memax, simgcd.contrastive, simgcd.supcon};
     if (mcdl) {
       const ProfileRange range(device_, "mcdl");
-      const McdlBatch step_batch{out, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
-      const McdlTerms extra = mcdl_step.run(*model_, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
-      // At full weight the spec's sum, in the spec's order (the paper variant stays bit for bit).
-      if (mcdl_weight == 1.0) total = total + extra.sup + (extra.semi + extra.self) * config_.lambda;
-      else if (mcdl_losses) total = total + (extra.sup + (extra.semi + extra.self) * config_.lambda) * mcdl_weight;
+      const McdlBatch step_batch{
+          out.logits, out.projection, weak1, batch.views[2], meta.labels, meta.labelled, meta.bank_index, epoch, it};
+      const auto logits = [this](const Tensor& images) { return model_->forward(images).logits; };
+      const McdlTerms extra = mcdl_step.run(logits, step_batch, *bank_weak_, *bank_strong_, mcdl_losses);
+      total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
     const std::vector<double> values = profiled(device_, "read_losses", [&] {
@@ -274,14 +274,7 @@ void Trainer::evaluate(int64_t epoch, MetricsRow& row, bool final) {
         known.truth.empty() ? std::vector<int64_t>{} : v2_assignment(known.truth, known.predictions);
     const BucketReport report =
         bucket_report(*bank_weak_, *bank_strong_, config_.mu, data_.unlabelled_labels(), cluster_to_class);
-    row.push_back({"high", static_cast<double>(report.counts.high)});
-    row.push_back({"medium", static_cast<double>(report.counts.medium)});
-    row.push_back({"low", static_cast<double>(report.counts.low)});
-    row.push_back({"high_pseudo_acc", report.high_accuracy});
-    row.push_back({"medium_pseudo_acc", report.medium_accuracy});
-    buckets = "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
-              std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
-              percent(report.medium_accuracy);
+    buckets = append_bucket_columns(row, report);
   }
   const std::string validation = append_validation(row, predictions);
   // The summary line: every loss term, lr, accuracies, buckets and the validation signal.
@@ -409,7 +402,7 @@ TrainConfig resume_config(const std::string& run_dir) {
 }
 
 RunSummary run_training(const TrainConfig& config, bool resume) {
-  if (parse_method(config.method) == Method::gcd) return run_gcd_training(config, resume);
+  if (is_gcd_method(parse_method(config.method))) return run_gcd_training(config, resume);
   Trainer trainer(config, resume);
   return trainer.run();
 }

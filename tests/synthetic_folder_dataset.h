@@ -88,6 +88,18 @@ inline TrainConfig squares_run_config(const std::filesystem::path& dataset, cons
   return c;
 }
 
+// The GCD baseline's run on the squares (`method` gcd or gcd+mcdl): a narrow head, 8 epochs,
+// 10 k-means restarts.
+inline TrainConfig squares_gcd_config(const std::filesystem::path& dataset, const std::filesystem::path& out,
+                                      const std::string& method) {
+  TrainConfig c = squares_run_config(dataset, out);
+  c.gcd_head_out = 256;
+  c.method = method;
+  c.epochs = 8;
+  c.kmeans_restarts = 10;
+  return c;
+}
+
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -141,8 +141,10 @@ int main(int argc, char** argv) {
       const HeadOutput out = model.forward(both);
       Tensor total = simgcd_loss(out.logits, out.projection, batch.labels, batch.labelled, 100, loss_config).total;
       if (mcdl) {
-        const McdlBatch step_batch{out, weak1, strong, batch.labels, batch.labelled, batch.bank_index, 100, iteration};
-        const McdlTerms extra = mcdl_step.run(model, step_batch, bank_weak, bank_strong, true);
+        const McdlBatch step_batch{out.logits,     out.projection, weak1, strong, batch.labels,
+                                   batch.labelled, batch.bank_index, 100, iteration};
+        const auto logits = [&model](const Tensor& images) { return model.forward(images).logits; };
+        const McdlTerms extra = mcdl_step.run(logits, step_batch, bank_weak, bank_strong, true);
         total = total + extra.sup + (extra.semi + extra.self) * train_config.lambda;
       }
       ++iteration;

@@ -22,9 +22,9 @@ void print_help() {
       "       ./mcdl_train --resume RUN_DIR\n"
       "       ./mcdl_train --config RUN_DIR/config.json [options]\n\n"
       "Trains SimGCD + MCDL (Memory Consistency Guided Divide-and-Conquer Learning) for Generalized\n"
-      "Category Discovery, or the baselines (--method simgcd, gcd, kmeans), and reports All / Old / New\n"
-      "clustering accuracy on the unlabelled training images (transductive) and on the dataset's test\n"
-      "split where its layout has one (inductive; see --eval-on).\n\n"
+      "Category Discovery, or the baselines (--method simgcd, gcd, kmeans), or MCDL on GCD (--method\n"
+      "gcd+mcdl), and reports All / Old / New clustering accuracy on the unlabelled training images\n"
+      "(transductive) and on the dataset's test split where its layout has one (inductive; see --eval-on).\n\n"
       "DATASET: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder\n\n"
       "options (defaults are the paper's / SimGCD's):\n");
   mcdl::TrainConfig defaults;

@@ -21,6 +21,7 @@
 #include "mcdl/gcd_baseline.h"
 #include "mcdl/train_config.h"
 #include "tests/gradcheck.h"
+#include "tests/run_checks.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;
@@ -104,14 +105,7 @@ constexpr int kClasses = testing::kSquareClasses, kSize = testing::kSquareImageS
 
 fs::path make_folder_dataset() { return testing::coloured_squares_dataset("gcd-data"); }
 
-TrainConfig tiny_gcd_config(const fs::path& out) {
-  TrainConfig c = testing::squares_run_config(make_folder_dataset(), out);
-  c.gcd_head_out = 256;
-  c.method = "gcd";
-  c.epochs = 8;
-  c.kmeans_restarts = 10;
-  return c;
-}
+TrainConfig tiny_gcd_config(const fs::path& out) { return testing::squares_gcd_config(make_folder_dataset(), out, "gcd"); }
 
 using testing::read_text;
 
@@ -214,11 +208,7 @@ TEST_CASE("gcd options: accepted method, GCD's k-means defaults, new options val
 
 TEST_CASE("e2e: --method gcd on coloured squares clusters old and new classes well above chance") {
   const fs::path out = fs::temp_directory_path() / ("mcdl-gcd-run-" + std::to_string(::getpid()));
-  const RunSummary summary = run_training(tiny_gcd_config(out), false);
-  CHECK(summary.epochs_completed == 8);
-  CHECK(summary.iterations == 8 * 6);  // 216 images at batch 32
-  CHECK(summary.accuracy.all > 0.6);    // chance is 1/6
-  CHECK(summary.accuracy.new_classes > 0.4);
+  testing::check_learnt_squares(run_training(tiny_gcd_config(out), false), 8);
   for (const char* file : {"config.json", "split.csv", "metrics.jsonl", "metrics.csv", "predictions.csv",
                            "checkpoints/last.safetensors"})
     CHECK(fs::exists(out / file));
@@ -248,31 +238,10 @@ TEST_CASE("e2e: --method gcd on coloured squares clusters old and new classes we
 }
 
 TEST_CASE("e2e: a resumed --method gcd run equals the uninterrupted run bit for bit (CPU)") {
-  const fs::path base = fs::temp_directory_path() / ("mcdl-gcd-resume-" + std::to_string(::getpid()));
-  TrainConfig whole = tiny_gcd_config(base / "whole");
-  whole.epochs = 2;
-  run_training(whole, false);
-
-  TrainConfig first = tiny_gcd_config(base / "parts");
-  first.epochs = 2;
-  first.max_iters = 8;  // epoch 1 (6 iterations) is checkpointed, the 2 of epoch 2 are not
-  run_training(first, false);
-  TrainConfig resumed = resume_config(first.out);
-  resumed.max_iters = 0;
-  const RunSummary summary = run_training(resumed, true);
-  CHECK(summary.epochs_completed == 2);
-
-  const SafetensorsFile a = load_safetensors((base / "whole/checkpoints/last.safetensors").string());
-  const SafetensorsFile b = load_safetensors((base / "parts/checkpoints/last.safetensors").string());
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (const auto& [name, t] : a.tensors) {
-    INFO(name);
-    REQUIRE(b.tensors.count(name) == 1);
-    const Tensor& u = b.tensors.at(name);
-    REQUIRE(t.shape() == u.shape());
-    CHECK(std::memcmp(t.raw_data(), u.raw_data(), t.nbytes()) == 0);
-  }
-  CHECK(read_text(base / "whole/predictions.csv") == read_text(base / "parts/predictions.csv"));
-  fs::remove_all(base);
+  TrainConfig config = tiny_gcd_config(fs::temp_directory_path() / "unused");
+  config.epochs = 2;
+  // Epoch 1 (6 iterations) is checkpointed, the 2 of epoch 2 are not.
+  testing::check_resume_matches_whole_run(
+      config, fs::temp_directory_path() / ("mcdl-gcd-resume-" + std::to_string(::getpid())), 8);
   fs::remove_all(make_folder_dataset());
 }

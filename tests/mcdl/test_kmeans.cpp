@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "engine/random.h"
 #include "mcdl/kmeans.h"
@@ -32,6 +33,18 @@ Blobs separated_blobs(int64_t blobs, int64_t per_blob, int64_t dim, uint64_t see
       x[i * dim + d] = static_cast<float>((d == blob[i] ? 10.0 : 0.0) + rng.normal(0.0, 0.3));
   }
   return {from_vector(x, {n, dim}), blob};
+}
+
+// The first `count` points of blobs 0..blobs−1 and their blobs: the labelled part of a
+// semi-supervised problem.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> first_of_blobs(const Blobs& data, int64_t blobs, size_t count) {
+  std::vector<int64_t> indices, classes;
+  for (int64_t i = 0; i < static_cast<int64_t>(data.blob.size()) && indices.size() < count; ++i)
+    if (data.blob[i] < blobs) {
+      indices.push_back(i);
+      classes.push_back(data.blob[i]);
+    }
+  return {indices, classes};
 }
 
 // True when the clusters are exactly the groups, up to renaming.
@@ -130,12 +143,7 @@ TEST_CASE("kmeans: an empty cluster takes a far point; duplicate points give fin
 TEST_CASE("semi_supervised_kmeans: labelled points keep their class, new blobs are found") {
   // 6 blobs; blobs 0..2 are the labelled classes; 10 points of each labelled blob are labelled.
   const Blobs data = separated_blobs(6, 30, 8, 5);
-  std::vector<int64_t> indices, classes;
-  for (int64_t i = 0; i < 180 && indices.size() < 30; ++i)
-    if (data.blob[i] < 3) {
-      indices.push_back(i);
-      classes.push_back(data.blob[i]);
-    }
+  const auto [indices, classes] = first_of_blobs(data, 3, 30);
   const KMeansResult result =
       semi_supervised_kmeans(data.features, indices, classes, {.k = 6, .restarts = 3, .max_iters = 200, .tol = 1e-4, .seed = 0});
   for (size_t j = 0; j < indices.size(); ++j) CHECK(result.assignment[indices[j]] == classes[j]);
@@ -182,4 +190,35 @@ TEST_CASE("kmeans and semi_supervised_kmeans: errors name the function and the p
                     doctest::Contains("3 labelled classes do not fit in k = 2"));
   CHECK_THROWS_WITH(semi_supervised_kmeans(features, {0, 1, 2, 3}, {0, 1, 0, 1}, {.k = 3}),
                     doctest::Contains("no row is unlabelled"));
+}
+
+TEST_CASE("semi_supervised_kmeans: a warm start keeps the new clusters' identities, draws nothing, checks its centres") {
+  // 6 blobs, 0..2 labelled; a cold run finds new blobs 3..5 as some clusters 3..5.
+  const Blobs data = separated_blobs(6, 30, 8, 5);
+  const auto [indices, classes] = first_of_blobs(data, 3, 30);
+  const KMeansOptions cold{.k = 6, .restarts = 3, .max_iters = 200, .tol = 1e-4, .seed = 0};
+  const KMeansResult first = semi_supervised_kmeans(data.features, indices, classes, cold);
+  // Warm-started from the cold result's centres with new clusters 3 and 5 swapped: the new blobs
+  // follow their starting centres, whatever the seed.
+  std::vector<float> swapped = first.centres.to_vector<float>();
+  std::swap_ranges(swapped.begin() + 3 * 8, swapped.begin() + 4 * 8, swapped.begin() + 5 * 8);
+  KMeansOptions warm{.k = 6, .restarts = 1, .max_iters = 200, .tol = 1e-4, .seed = 9};
+  const KMeansResult second =
+      semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8}));
+  const std::vector<int64_t> rename{0, 1, 2, 5, 4, 3};
+  for (int64_t i = 0; i < 180; ++i) CHECK(second.assignment[i] == rename[first.assignment[i]]);
+  warm.seed = 0;
+  CHECK(semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8})).assignment ==
+        second.assignment);
+  // The labelled clusters restart from the class means, not from the given rows: any rows 0..2 give
+  // the same result.
+  std::fill(swapped.begin(), swapped.begin() + 3 * 8, 100.0f);
+  CHECK(semi_supervised_kmeans(data.features, indices, classes, warm, from_vector(swapped, {6, 8})).assignment ==
+        second.assignment);
+
+  CHECK_THROWS_WITH(semi_supervised_kmeans(data.features, indices, classes, warm, zeros({5, 8})),
+                    doctest::Contains("initial centres f32[5, 8] cpu must be [k = 6, D = 8]"));
+  warm.restarts = 2;
+  CHECK_THROWS_WITH(semi_supervised_kmeans(data.features, indices, classes, warm, zeros({6, 8})),
+                    doctest::Contains("restarts must be 1"));
 }

@@ -46,7 +46,9 @@ struct Fixture {
   McdlTerms run(const TrainConfig& config) {
     MemoryBank weak(kBatch - kLabelled, kClasses, config.mu), strong(kBatch - kLabelled, kClasses, config.mu);
     const HeadOutput out = model.forward(concat({images, images}, 0));
-    return McdlStep(config).run(model, {out, images, images, labels, labelled, bank_index, 0, 0}, weak, strong, true);
+    const auto logits = [this](const Tensor& x) { return model.forward(x).logits; };
+    const McdlBatch batch{out.logits, out.projection, images, images, labels, labelled, bank_index, 0, 0};
+    return McdlStep(config).run(logits, batch, weak, strong, true);
   }
 };
 

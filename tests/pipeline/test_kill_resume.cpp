@@ -18,7 +18,7 @@
 
 #include "engine/random.h"
 #include "mcdl/trainer.h"
-#include "tests/checkpoint_compare.h"
+#include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tests/tool_binary.h"
 
@@ -118,8 +118,8 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
   REQUIRE(finished == 0);
   CHECK(kills >= 1);  // the first lands (it comes well before a run's length); the rest depend on progress
 
-  testing::check_same_tensors((base / "whole/checkpoints/last.safetensors").string(),
-                              (base / "killed/checkpoints/last.safetensors").string());
+  testing::check_same_checkpoints(base / "whole/checkpoints/last.safetensors",
+                                  base / "killed/checkpoints/last.safetensors");
   CHECK(metrics_without_time(base / "whole/metrics.csv") == metrics_without_time(base / "killed/metrics.csv"));
   CHECK(testing::read_text(base / "whole/predictions.csv") == testing::read_text(base / "killed/predictions.csv"));
   fs::remove_all(base);

@@ -17,7 +17,7 @@
 #include "layers/backbone_file.h"
 #include "mcdl/trainer.h"
 #include "mcdl/training_data.h"
-#include "tests/checkpoint_compare.h"
+#include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
 using namespace mcdl;
@@ -79,8 +79,8 @@ TEST_CASE("e2e: a run resumed from its checkpoint equals the uninterrupted run b
   resumed.max_iters = 0;
   run_training(resumed, true);
 
-  testing::check_same_tensors((base / "whole/checkpoints/last.safetensors").string(),
-                              (base / "parts/checkpoints/last.safetensors").string());
+  testing::check_same_checkpoints(base / "whole/checkpoints/last.safetensors",
+                                  base / "parts/checkpoints/last.safetensors");
   // The metrics of the resumed run: epochs 0..3 once each, the accuracies equal.
   const std::string whole_csv = read_text(base / "whole/metrics.csv"), parts_csv = read_text(base / "parts/metrics.csv");
   CHECK(std::count(parts_csv.begin(), parts_csv.end(), '\n') == 5);

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/checkpoint_compare.h"
 #include "tests/file_size_limit.h"
+#include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tests/tool_binary.h"
 
@@ -75,7 +75,7 @@ TEST_CASE("mcdl_train: a full disk at a checkpoint stops the run, keeps the last
   const testing::ChildOutcome resumed = testing::run_mcdl_train(RLIM_INFINITY, {"--resume", full.string()});
   INFO("resumed stderr: ", resumed.err);
   REQUIRE(resumed.status == 0);
-  testing::check_same_tensors((whole / "checkpoints" / "last.safetensors").string(), checkpoint.string());
+  testing::check_same_checkpoints(whole / "checkpoints" / "last.safetensors", checkpoint);
   CHECK(read_text(whole / "predictions.csv") == read_text(full / "predictions.csv"));
   fs::remove_all(base);
 }
