@@ -113,9 +113,11 @@ class GcdRun {
   std::unique_ptr<GcdHead> head_;
   std::unique_ptr<Sgd> optimizer_;
   std::unique_ptr<EvaluationSet> images_;  // every training image, labelled first, test transform
+  std::unique_ptr<EvaluationSet> test_images_;  // the test split (--eval-on both)
   std::unique_ptr<GcdMcdl> mcdl_;          // --method gcd+mcdl only
   RunProgress progress_;
   ClusterAccuracy accuracy_{std::nan(""), std::nan(""), std::nan("")};
+  ClusterAccuracy test_accuracy_{std::nan(""), std::nan(""), std::nan("")};
 };
 
 GcdRun::GcdRun(TrainConfig config, bool resume)
@@ -125,13 +127,16 @@ GcdRun::GcdRun(TrainConfig config, bool resume)
       run_(config_.out),
       data_(load_training_data(config_)) {
   config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
+  config_.eval_on = data_.eval_on;
   clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);
   build_model();
   make_optimizer();
   std::vector<int64_t> images = data_.labelled;
   images.insert(images.end(), data_.unlabelled.begin(), data_.unlabelled.end());
-  images_ = std::make_unique<EvaluationSet>(*data_.cache, images, evaluation_options(config_, data_, device_));
+  const EvaluationOptions eval_options = evaluation_options(config_, data_, device_);
+  images_ = std::make_unique<EvaluationSet>(*data_.cache, images, eval_options);
+  if (data_.evaluates_test()) test_images_ = std::make_unique<EvaluationSet>(*data_.test_cache, data_.test, eval_options);
   if (parse_method(config_.method) == Method::gcd_mcdl) {
     mcdl_ = std::make_unique<GcdMcdl>(config_, data_, clusters_, device_);
     if (!resume_) mcdl_->fit(features());  // the classifier before the first epoch (a resume loads it)
@@ -174,6 +179,7 @@ RunSummary GcdRun::run() {
        [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
   summary.accuracy = accuracy_;
+  summary.test_accuracy = test_accuracy_;
   return summary;
 }
 
@@ -186,9 +192,10 @@ void GcdRun::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
   if (final) {
     cluster(image_features, row, clustering);
   } else {
-    for (const char* name : {"all", "old", "new"}) row.push_back({name, std::nan("")});
-    if (data_.dataset.balanced_accuracy)
-      for (const char* name : {"all_v2b", "old_v2b", "new_v2b"}) row.push_back({name, std::nan("")});
+    const bool balanced = data_.dataset.balanced_accuracy;
+    for (const std::string& name : accuracy_columns(balanced)) row.push_back({name, std::nan("")});
+    if (test_images_)
+      for (const std::string& name : accuracy_columns(balanced, "test_")) row.push_back({name, std::nan("")});
   }
   if (mcdl_) clustering += mcdl_->append_buckets(row, mcdl_->fit(image_features));
   std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
@@ -271,8 +278,12 @@ void GcdRun::cluster(const Tensor& features, MetricsRow& row, std::string& summa
   accuracy_ = append_accuracy(row, known_labels(truth, predictions, data_.unlabelled_is_old()),
                               data_.dataset.balanced_accuracy);
   summary = "  ss-k-means (k=" + std::to_string(options.k) + ", " + std::to_string(options.restarts) +
-            " restarts)  All " + percent(accuracy_.all) + " Old " + percent(accuracy_.old_classes) + " New " +
-            percent(accuracy_.new_classes);
+            " restarts)  " + accuracy_summary(accuracy_);
+  if (test_images_) {
+    // Inductive: each test image takes the cluster of its nearest centre.
+    const std::vector<int64_t> nearest = nearest_centres(test_images_->features(*backbone_, true), result.centres);
+    summary += append_test_accuracy(row, data_, nearest, test_accuracy_, &run_);
+  }
 
   run_.write_text("predictions.csv",
                   predictions_csv(data_.unlabelled, predictions, truth, data_.num_old_classes()));

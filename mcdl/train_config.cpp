@@ -209,6 +209,8 @@ void validate_config(const TrainConfig& c) {
   check(c.eval_subset >= 0, "--eval-subset must not be negative");
   check(c.eval_on == "auto" || c.eval_on == "unlabelled" || c.eval_on == "test" || c.eval_on == "both",
         "--eval-on '", c.eval_on, "': expected unlabelled, test, both or auto");
+  check(c.eval_on != "test" || method == Method::simgcd || method == Method::simgcd_mcdl, "--eval-on test: the ",
+        c.method, " method clusters the unlabelled images, so it always scores them; use --eval-on both");
   check(c.max_test >= 0, "--max-test must not be negative");
   check(c.eval_every >= 0, "--eval-every must not be negative");
   check(c.eval_batch_size >= 1, "--eval-batch-size must be positive");

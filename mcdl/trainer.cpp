@@ -145,9 +145,9 @@ Trainer::Trainer(TrainConfig config, bool resume)
   }
   const EvaluationOptions eval_options = evaluation_options(config_, data_, device_);
   // The evaluation set: the unlabelled images (or the first --eval-subset of them; none when only
-  // the test split is scored, except for k-means, which clusters them), then the validation images, if any (their labels score the
+  // the test split is scored), then the validation images, if any (their labels score the
   // validation columns only).
-  const size_t n_real = data_.evaluates_unlabelled() || method_ == Method::kmeans ? data_.first_validation : 0;
+  const size_t n_real = data_.evaluates_unlabelled() ? data_.first_validation : 0;
   const size_t n_eval =
       config_.eval_subset > 0 ? std::min(n_real, static_cast<size_t>(config_.eval_subset)) : n_real;
   const std::vector<int64_t> truth = data_.unlabelled_labels(), val_truth = data_.validation_labels();

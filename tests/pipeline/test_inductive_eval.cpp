@@ -86,13 +86,30 @@ TEST_CASE("inductive: a layout without a test split: auto scores the unlabelled 
   fs::remove_all(config.out);
 }
 
-TEST_CASE("inductive: k-means labels each test image with its nearest centre") {
-  const TrainConfig config = squares_with_test("kmeans", "kmeans", "auto");
-  const RunSummary summary = run_training(config, false);
+TEST_CASE("inductive: k-means and GCD label each test image with its nearest centre") {
+  const TrainConfig kmeans = squares_with_test("kmeans", "kmeans", "auto");
+  const RunSummary summary = run_training(kmeans, false);
   CHECK(summary.accuracy.all > 0.6);
   CHECK(summary.test_accuracy.all > 0.6);
-  CHECK(first_line(read_text(fs::path(config.out) / "metrics.csv")).find(",test_all,") != std::string::npos);
-  fs::remove_all(config.out);
+  CHECK(first_line(read_text(fs::path(kmeans.out) / "metrics.csv")).find(",test_all,") != std::string::npos);
+  fs::remove_all(kmeans.out);
+
+  const fs::path dataset = testing::coloured_squares_dataset("inductive", kTestPerClass);
+  const TrainConfig gcd = testing::squares_gcd_config(
+      dataset, fs::temp_directory_path() / ("mcdl-inductive-run-gcd-" + std::to_string(::getpid())), "gcd");
+  const RunSummary gcd_summary = run_training(gcd, false);
+  CHECK(gcd_summary.test_accuracy.all > 0.6);  // the final semi-supervised k-means' centres
+  const std::string metrics = read_text(fs::path(gcd.out) / "metrics.csv");
+  CHECK(first_line(metrics).find(",all,old,new,test_all,test_old,test_new") != std::string::npos);
+  CHECK(metrics.find(",nan,nan,nan,nan,nan,nan,") != std::string::npos);  // epochs before the last: not scored
+  CHECK(fs::exists(fs::path(gcd.out) / "test_predictions.csv"));
+  fs::remove_all(gcd.out);
+
+  // The clustering methods cluster the unlabelled images: they cannot skip scoring them.
+  for (const char* method : {"kmeans", "gcd", "gcd+mcdl"}) {
+    TrainConfig only_test = squares_with_test("refused", method, "test");
+    CHECK_THROWS_WITH(run_training(only_test, false), doctest::Contains("use --eval-on both"));
+  }
 }
 
 TEST_CASE("inductive: a run saved before --eval-on resumes scoring the unlabelled images only") {
