@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/autograd.h"
 #include "engine/error.h"
+#include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/profile.h"
 
@@ -97,6 +99,21 @@ void backward_and_step(const Tensor& loss, Optimizer& optimizer) {
   }
   const ProfileRange range(loss.device(), "optimizer_step");
   optimizer.step();
+}
+
+std::vector<double> read_scalars(const std::vector<Tensor>& scalars) {
+  if (scalars.empty()) return {};
+  NoGradGuard no_grad;
+  std::vector<Tensor> rows;
+  for (const Tensor& t : scalars) {
+    check(t.numel() == 1 && t.dtype() == scalars[0].dtype() && t.device() == scalars[0].device(),
+          "read_scalars: expected one-element tensors of one dtype on one device, got ", t);
+    rows.push_back(reshape(t.detach(), {1}));
+  }
+  const Tensor host = concat(rows, 0).to(Device::cpu());
+  std::vector<double> values;
+  for (int64_t i = 0; i < host.numel(); ++i) values.push_back(read_as_double(host.raw_data(), host.dtype(), i));
+  return values;
 }
 
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,

@@ -78,6 +78,10 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
 // step, each a profiler range on a GPU ("backward", "optimizer_step").
 void backward_and_step(const Tensor& loss, Optimizer& optimizer);
 
+// The values of 0-dim tensors (a step's loss terms) on the host, through one device-to-host copy
+// (one synchronisation on a GPU instead of one per term).
+std::vector<double> read_scalars(const std::vector<Tensor>& scalars);
+
 // The error of a loss that is not finite: term, epoch, iteration and what to do.
 void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
                        const RunDirectory& run, int64_t epochs_checkpointed);

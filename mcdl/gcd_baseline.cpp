@@ -234,11 +234,7 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
       total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
       terms = {total, loss.contrastive, loss.supcon, extra.sup, extra.semi, extra.self};
     }
-    const std::vector<double> values = profiled(device_, "read_losses", [&] {
-      std::vector<double> read;
-      for (const Tensor& t : terms) read.push_back(t.item());
-      return read;
-    });
+    const std::vector<double> values = profiled(device_, "read_losses", [&] { return read_scalars(terms); });
     for (size_t t = 0; t < values.size(); ++t)
       check_finite_loss(values[t], t == 0 ? "gcd" : names[t], epoch, it, run_, progress_.epochs_completed);
     backward_and_step(total, *optimizer_);

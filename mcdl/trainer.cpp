@@ -214,15 +214,10 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
       total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
-    const std::vector<double> values = profiled(device_, "read_losses", [&] {
-      std::vector<double> read = {total.item()};
-      check_finite_loss(read[0], "total", epoch, it, run_, last_good);
-      for (size_t t = 0; t < terms.size(); ++t) {
-        read.push_back(terms[t].item());
-        check_finite_loss(read.back(), names[t + 1], epoch, it, run_, last_good);
-      }
-      return read;
-    });
+    terms.insert(terms.begin(), total);
+    const std::vector<double> values = profiled(device_, "read_losses", [&] { return read_scalars(terms); });
+    for (size_t t = 0; t < values.size(); ++t)
+      check_finite_loss(values[t], t == 0 ? "total" : names[t], epoch, it, run_, last_good);
     backward_and_step(total, *optimizer_);
     if (!log.record(values, progress_.iterations)) {
       progress_.stop = true;
