@@ -19,13 +19,19 @@ BucketCounts count_buckets(const Tensor& buckets) {
   return counts;
 }
 
-std::vector<int64_t> rows_in_bucket(const Tensor& buckets, Bucket bucket) {
+BucketRows rows_by_bucket(const Tensor& buckets) {
   check(buckets.defined() && buckets.dtype() == DType::u8 && buckets.dim() == 1,
-        "rows_in_bucket: expected a u8 [n] bucket tensor, got ", buckets.defined() ? buckets.str() : "undefined");
+        "rows_by_bucket: expected a u8 [n] bucket tensor, got ", buckets.defined() ? buckets.str() : "undefined");
   const std::vector<uint8_t> values = buckets.to_vector<uint8_t>();
-  std::vector<int64_t> rows;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i] == static_cast<uint8_t>(bucket)) rows.push_back(static_cast<int64_t>(i));
+  BucketRows rows;
+  for (size_t i = 0; i < values.size(); ++i) {
+    switch (static_cast<Bucket>(values[i])) {
+      case Bucket::high: rows.high.push_back(static_cast<int64_t>(i)); break;
+      case Bucket::medium: rows.medium.push_back(static_cast<int64_t>(i)); break;
+      case Bucket::low: rows.low.push_back(static_cast<int64_t>(i)); break;
+      default: fail("rows_by_bucket: value ", int{values[i]}, " at ", i, " is not a bucket");
+    }
+  }
   return rows;
 }
 
@@ -36,8 +42,9 @@ SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank
   out.weak = bank_weak.consistency(sample_index);
   const Consistency strong = bank_strong.consistency(sample_index);
   out.buckets = credibility_buckets(out.weak, strong, mu);
-  out.high = rows_in_bucket(out.buckets, Bucket::high);
-  out.medium = rows_in_bucket(out.buckets, Bucket::medium);
+  BucketRows rows = rows_by_bucket(out.buckets);  // one read-back for both lists
+  out.high = std::move(rows.high);
+  out.medium = std::move(rows.medium);
   out.weak_mode = out.weak.mode.to(Device::cpu()).to_vector<int64_t>();
   return out;
 }

@@ -18,8 +18,11 @@ struct BucketCounts {
 
 // Host-side summaries of a bucket tensor (copied to the host once).
 BucketCounts count_buckets(const Tensor& buckets);
-// The positions i with buckets[i] == bucket, ascending.
-std::vector<int64_t> rows_in_bucket(const Tensor& buckets, Bucket bucket);
+// The positions i of each bucket, ascending, from one copy of the bucket tensor to the host.
+struct BucketRows {
+  std::vector<int64_t> high, medium, low;
+};
+BucketRows rows_by_bucket(const Tensor& buckets);
 
 // The samples at `sample_index` (i64 [n]) by bucket, from both banks' consistency: the weak
 // bank's consistency, whose mode is a sample's pseudo-label (also on the host, `weak_mode`), the

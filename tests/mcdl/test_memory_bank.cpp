@@ -188,8 +188,11 @@ TEST_CASE("credibility: buckets at their thresholds, counts and rows") {
   CHECK(n.high == 2);
   CHECK(n.medium == 1);
   CHECK(n.low == 3);
-  CHECK(rows_in_bucket(buckets, Bucket::high) == std::vector<int64_t>{0, 3});
-  CHECK(rows_in_bucket(buckets.to(Device::cuda()), Bucket::low) == std::vector<int64_t>{1, 4, 5});
+  const BucketRows rows = rows_by_bucket(buckets);
+  CHECK(rows.high == std::vector<int64_t>{0, 3});
+  CHECK(rows.medium == std::vector<int64_t>{2});
+  CHECK(rows_by_bucket(buckets.to(Device::cuda())).low == std::vector<int64_t>{1, 4, 5});
+  CHECK_THROWS_WITH(rows_by_bucket(from_vector<uint8_t>({0, 7}, {2})), doctest::Contains("value 7 at 1 is not a bucket"));
   CHECK_THROWS_WITH(count_buckets(from_vector<uint8_t>({3}, {1})), doctest::Contains("count_buckets: value 3"));
   const Consistency one{indices({1}), indices({13})}, two{indices({1, 1}), indices({5, 5})};
   CHECK_THROWS_WITH(credibility_buckets(one, two, 16),
