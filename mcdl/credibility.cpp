@@ -35,12 +35,12 @@ BucketRows rows_by_bucket(const Tensor& buckets) {
   return rows;
 }
 
-SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const Tensor& sample_index,
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const BankSlots& slots,
                              int64_t mu) {
-  const ProfileRange range(sample_index.device(), "mcdl_buckets");
+  const ProfileRange range(slots.tensor().device(), "mcdl_buckets");
   SampleBuckets out;
-  out.weak = bank_weak.consistency(sample_index);
-  const Consistency strong = bank_strong.consistency(sample_index);
+  out.weak = bank_weak.consistency(slots);
+  const Consistency strong = bank_strong.consistency(slots);
   out.buckets = credibility_buckets(out.weak, strong, mu);
   BucketRows rows = rows_by_bucket(out.buckets);  // one read-back for both lists
   out.high = std::move(rows.high);

@@ -24,7 +24,7 @@ struct BucketRows {
 };
 BucketRows rows_by_bucket(const Tensor& buckets);
 
-// The samples at `sample_index` (i64 [n]) by bucket, from both banks' consistency: the weak
+// The samples at `slots` by bucket, from both banks' consistency: the weak
 // bank's consistency, whose mode is a sample's pseudo-label (also on the host, `weak_mode`), the
 // buckets (u8 [n]), and the positions i of the high and medium samples.
 struct SampleBuckets {
@@ -32,7 +32,7 @@ struct SampleBuckets {
   Tensor buckets;
   std::vector<int64_t> high, medium, weak_mode;
 };
-SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const Tensor& sample_index,
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const BankSlots& slots,
                              int64_t mu);
 
 }  // namespace mcdl

@@ -60,7 +60,8 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
       slots.push_back(bank_index[static_cast<size_t>(i)]);
     }
   if (rows.empty()) return terms;
-  const Tensor rows_t = index_tensor(rows, device), slots_t = index_tensor(slots, device);
+  const Tensor rows_t = index_tensor(rows, device);
+  const BankSlots slots_t(slots, bank_weak.num_samples(), device);  // checked here, on the host
 
   // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
   Tensor weak_probs, strong_probs;
@@ -111,7 +112,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
       x_slots.push_back(slots[static_cast<size_t>(x_unlabelled[i])]);
       x_is_high.push_back(i < high.size() ? 1 : 0);
     }
-    const Tensor x_slots_t = index_tensor(x_slots, device);
+    const BankSlots x_slots_t(x_slots, bank_weak.num_samples(), device);
     Tensor targets;
     {
       NoGradGuard no_grad;
@@ -150,8 +151,8 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   BucketReport report;
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
-  const Tensor all = arange(n, DType::i64, bank_weak.device());
-  const auto [weak_c, buckets, high, medium, mode_w] = bucket_samples(bank_weak, bank_strong, all, mu);
+  const auto [weak_c, buckets, high, medium, mode_w] =
+      bucket_samples(bank_weak, bank_strong, BankSlots::all(n, bank_weak.device()), mu);
   report.counts = count_buckets(buckets);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
@@ -173,7 +174,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   report.high_accuracy = accuracy(high, high_pseudo, report.known_high);
   std::vector<int64_t> medium_pseudo;
   if (!medium.empty()) {
-    const Tensor idx = from_vector(medium, {static_cast<int64_t>(medium.size())}, bank_weak.device());
+    const BankSlots idx(medium, n, bank_weak.device());
     const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
     medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
   }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/dispatch.h"
+#include "engine/ops.h"
 #include "engine/ops/indexing.h"
 
 namespace mcdl {
@@ -32,8 +33,45 @@ void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const
          " at position ", bad, " is out of range for a bank of ", num_samples_, " samples");
 }
 
+BankSlots::BankSlots(const std::vector<int64_t>& positions, int64_t num_samples, Device device)
+    : num_samples_(num_samples) {
+  for (size_t i = 0; i < positions.size(); ++i)
+    check(positions[i] >= 0 && positions[i] < num_samples, "BankSlots: sample index ", positions[i], " at position ",
+          i, " is out of range for a bank of ", num_samples, " samples");
+  index_ = from_vector(positions, {static_cast<int64_t>(positions.size())}, device);
+}
+
+BankSlots BankSlots::all(int64_t num_samples, Device device) {
+  return BankSlots(arange(num_samples, DType::i64, device), num_samples);
+}
+
+void MemoryBank::check_slots(const char* op, const BankSlots& slots) const {
+  check(slots.num_samples() == num_samples_ && slots.tensor().device() == device_, op, ": slots checked against ",
+        slots.num_samples(), " samples on ", slots.tensor().device(), ", but the bank has ", num_samples_, " on ",
+        device_);
+}
+
 void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
   check_samples("MemoryBank.update", sample_index);
+  write(sample_index, probs);
+}
+
+void MemoryBank::update(const BankSlots& slots, const Tensor& probs) {
+  check_slots("MemoryBank.update", slots);
+  write(slots.tensor(), probs);
+}
+
+Consistency MemoryBank::consistency(const BankSlots& slots) const {
+  check_slots("MemoryBank.consistency", slots);
+  return bank_consistency(rings_, slots.tensor());
+}
+
+Tensor MemoryBank::mean_probs(const BankSlots& slots) const {
+  check_slots("MemoryBank.mean_probs", slots);
+  return bank_mean_probs(rings_, slots.tensor());
+}
+
+void MemoryBank::write(const Tensor& sample_index, const Tensor& probs) {
   check(probs.defined() && probs.dim() == 2 && probs.size(0) == sample_index.numel() &&
             probs.size(1) == num_classes_ && probs.device() == device_,
         "MemoryBank.update: probs must be [", sample_index.numel(), ", ", num_classes_, "] on ", device_,
