@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "engine/error.h"
 #include "io/safetensors.h"
@@ -65,26 +67,39 @@ void load_saved(Module& model, VisionTransformer& backbone, const std::map<std::
                        frozen_source(run));
 }
 
-}  // namespace
-
-VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file) {
-  const TrainingCheckpoint checkpoint = read_training_checkpoint(run_dir_or_file);
-  // The backbone's parameters are the model's without the "head." ones (layers/simgcd_model.h).
+std::unique_ptr<VisionTransformer> backbone_of(const TrainingCheckpoint& checkpoint) {
+  // The backbone's parameters are the model's without the "head." ones (layers/simgcd_model.h;
+  // a GCD checkpoint keeps its head apart, as "projection_head.").
   std::map<std::string, Tensor> saved;
   for (const auto& [name, tensor] : checkpoint.model)
     if (name.rfind("head.", 0) != 0) saved.emplace(name, tensor);
-  VisionTransformer backbone(checkpoint.config.backbone);
-  load_saved(backbone, backbone, saved, checkpoint);
+  auto backbone = std::make_unique<VisionTransformer>(checkpoint.config.backbone);
+  load_saved(*backbone, *backbone, saved, checkpoint);
   return backbone;
 }
 
-std::unique_ptr<SimGCDModel> load_checkpoint_model(const std::string& run_dir_or_file) {
+}  // namespace
+
+VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file) {
+  return std::move(*backbone_of(read_training_checkpoint(run_dir_or_file)));
+}
+
+TrainedModel load_trained_model(const std::string& run_dir_or_file) {
   const TrainingCheckpoint checkpoint = read_training_checkpoint(run_dir_or_file);
-  check(checkpoint.config.has_head(), "checkpoint ", checkpoint.path, " has no classifier head (a --method gcd or ",
-        "gcd+mcdl run predicts through k-means): use a simgcd or simgcd+mcdl run");
-  auto model = std::make_unique<SimGCDModel>(checkpoint.config);
-  load_saved(*model, model->backbone, checkpoint.model, checkpoint);
-  return model;
+  TrainedModel trained;
+  trained.iterations = std::stoll(checkpoint_entry(checkpoint.file, checkpoint.path, "iterations"));
+  if (checkpoint.config.has_head()) {
+    trained.model = std::make_unique<SimGCDModel>(checkpoint.config);
+    load_saved(*trained.model, trained.model->backbone, checkpoint.model, checkpoint);
+  } else {
+    trained.backbone = backbone_of(checkpoint);
+  }
+  return trained;
+}
+
+std::string run_directory_of(const std::string& run_dir_or_file) {
+  return fs::is_directory(run_dir_or_file) ? run_dir_or_file
+                                           : fs::path(run_dir_or_file).parent_path().parent_path().string();
 }
 
 }  // namespace mcdl

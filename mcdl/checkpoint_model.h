@@ -4,6 +4,7 @@
 // configuration as the "model_config" entry. Checkpoints without the frozen blocks get them
 // rebuilt from the run's settings, exactly as on --resume (mcdl/frozen_backbone.h).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,8 +16,17 @@ namespace mcdl {
 // The backbone alone (the head, if any, left out).
 VisionTransformer load_checkpoint_backbone(const std::string& run_dir_or_file);
 
-// The whole SimGCD model of a simgcd or simgcd+mcdl run (a GCD run has no classifier: an error
-// says so).
-std::unique_ptr<SimGCDModel> load_checkpoint_model(const std::string& run_dir_or_file);
+// What a run's checkpoint predicts with (mcdl_predict): the whole SimGCD model of a simgcd or
+// simgcd+mcdl run, or the backbone alone of a gcd or gcd+mcdl run (no classifier head: it
+// predicts through its k-means centres, mcdl/cluster_centres.h).
+struct TrainedModel {
+  std::unique_ptr<SimGCDModel> model;           // a run with a classifier head
+  std::unique_ptr<VisionTransformer> backbone;  // a run without one
+  int64_t iterations = 0;                       // the training iterations the checkpoint records
+};
+TrainedModel load_trained_model(const std::string& run_dir_or_file);
+
+// The run directory of a checkpoint argument: RUN_DIR itself, or RUN_DIR/checkpoints/FILE's.
+std::string run_directory_of(const std::string& run_dir_or_file);
 
 }  // namespace mcdl

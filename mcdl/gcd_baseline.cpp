@@ -20,6 +20,7 @@
 #include "layers/backbone_file.h"
 #include "layers/gcd_head.h"
 #include "layers/vision_transformer.h"
+#include "mcdl/cluster_centres.h"
 #include "mcdl/epoch_loop.h"
 #include "mcdl/epoch_plan.h"
 #include "mcdl/estimate_k.h"
@@ -283,6 +284,7 @@ void GcdRun::cluster(const Tensor& features, MetricsRow& row, std::string& summa
 
   run_.write_text("predictions.csv",
                   predictions_csv(data_.unlabelled, predictions, truth, data_.num_old_classes()));
+  save_cluster_centres(run_, result.centres, progress_.iterations);  // for mcdl_predict
 }
 
 void GcdRun::save_checkpoint(int64_t epochs_completed) {

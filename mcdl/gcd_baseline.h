@@ -20,7 +20,8 @@
 //
 // The run directory matches the other methods: config.json, split.csv, one metrics row per
 // epoch (epoch, lr, loss, contrastive, supcon, iterations, all, old, new [, v2b], seconds; the
-// accuracies are NaN until the final row), predictions.csv of the unlabelled images, and
+// accuracies are NaN until the final row), predictions.csv of the unlabelled images, the final
+// k-means centres in centres.safetensors (mcdl/cluster_centres.h, for mcdl_predict), and
 // checkpoints/last.safetensors ("model.<DINO name>" for the backbone, "projection_head.<name>"
 // for the head, as GCD saves the two, plus "optimizer.*"), so --resume continues a run.
 //

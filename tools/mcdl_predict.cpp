@@ -1,5 +1,6 @@
 // ./mcdl_predict --checkpoint RUN_DIR IMAGE_OR_DIR... -o predictions.csv: the trained model of a
-// simgcd or simgcd+mcdl run applied to new images (mcdl/predict.h), one CSV row per image.
+// run applied to new images (mcdl/predict.h), one CSV row per image: a simgcd or simgcd+mcdl
+// run's classifier, or a gcd or gcd+mcdl run's backbone and final k-means centres.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "io/csv_field.h"
 #include "io/durable_file.h"
 #include "mcdl/checkpoint_model.h"
+#include "mcdl/cluster_centres.h"
 #include "mcdl/predict.h"
 #include "tools/common/cli.h"
 #include "tools/common/csv_table.h"
@@ -27,12 +29,17 @@ namespace {
 const char* const kUsage =
     "usage: mcdl_predict --checkpoint RUN_DIR IMAGE_OR_DIR... -o predictions.csv [options]\n"
     "\n"
-    "Applies the model trained by ./mcdl_train (a simgcd or simgcd+mcdl run) to images and writes\n"
-    "path,cluster,class,probability per image. Clusters 0..K_old-1 are the known classes (class:\n"
-    "the name, or class-<id> where the dataset names none); the others were discovered (new-<k>).\n"
-    "probability: the softmax of the logits at the training temperature 0.1, at the cluster.\n"
+    "Applies the model trained by ./mcdl_train to images and writes path,cluster,class,probability\n"
+    "per image. Clusters 0..K_old-1 are the known classes (class: the name, or class-<id> where the\n"
+    "dataset names none); the others were discovered (new-<k>).\n"
+    "simgcd, simgcd+mcdl runs: the cluster is the argmax of the head's logits; probability: their\n"
+    "softmax at the training temperature 0.1, at the cluster.\n"
+    "gcd, gcd+mcdl runs: the cluster is the nearest of the run's final k-means centres to the\n"
+    "L2-normalised feature; probability: the softmax over the centres of cosine similarity / 0.1,\n"
+    "at the cluster.\n"
     "\n"
-    "  --checkpoint RUN_DIR  the run (RUN_DIR/checkpoints/last.safetensors and RUN_DIR/classes.csv)\n"
+    "  --checkpoint RUN_DIR  the run (RUN_DIR/checkpoints/last.safetensors, RUN_DIR/classes.csv, and\n"
+    "                      for a gcd run RUN_DIR/centres.safetensors)\n"
     "  IMAGE_OR_DIR          image files and directories (walked recursively, sorted)\n"
     "  -o, --output FILE     the CSV to write\n"
     "  --image-size S        the crop size (default: the model's img_size)\n"
@@ -73,9 +80,8 @@ Arguments parse_arguments(int argc, char** argv) {
 }
 
 // Cluster → class column for the known classes, from RUN_DIR/classes.csv (mcdl_train writes it).
-std::map<int64_t, std::string> known_classes(const std::string& checkpoint) {
-  const fs::path run = fs::is_directory(checkpoint) ? fs::path(checkpoint) : fs::path(checkpoint).parent_path().parent_path();
-  const fs::path path = run / "classes.csv";
+std::map<int64_t, std::string> known_classes(const std::string& run_dir) {
+  const fs::path path = fs::path(run_dir) / "classes.csv";
   std::map<int64_t, std::string> names;
   if (!fs::exists(path)) {
     std::fprintf(stderr, "mcdl_predict: %s is missing (a run older than mcdl_predict): the class column gives "
@@ -99,15 +105,22 @@ int run(int argc, char** argv) {
   const Device device = select_device(args.device);
   select_matmul_precision(args.precision, device);
   const std::vector<std::string> images = list_image_files(args.inputs);
-  std::unique_ptr<SimGCDModel> model = load_checkpoint_model(args.checkpoint);
-  const std::map<int64_t, std::string> classes = known_classes(args.checkpoint);
-  model->set_requires_grad(false);
-  model->to(device);
+  const std::string run_dir = run_directory_of(args.checkpoint);
+  const TrainedModel trained = load_trained_model(args.checkpoint);
+  // A GCD run predicts through its centres: read (and checked) before any image is processed.
+  const Tensor centres = trained.model ? Tensor() : load_cluster_centres(run_dir, trained.iterations);
+  const std::map<int64_t, std::string> classes = known_classes(run_dir);
+  Module& model = trained.model ? static_cast<Module&>(*trained.model) : *trained.backbone;
+  VisionTransformer& backbone = trained.model ? trained.model->backbone : *trained.backbone;
+  model.set_requires_grad(false);
+  model.to(device);
 
   FeatureOptions options;
-  options.image_size = args.image_size > 0 ? args.image_size : model->backbone.config().img_size;
+  options.image_size = args.image_size > 0 ? args.image_size : backbone.config().img_size;
   options.batch_size = args.batch_size;
-  const std::vector<ImagePrediction> predictions = predict_images(*model, images, options);
+  const std::vector<ImagePrediction> predictions =
+      trained.model ? predict_images(*trained.model, images, options)
+                    : predict_images_by_centres(backbone, centres, images, options);
 
   std::string text = "path,cluster,class,probability\n";
   char probability[32];
