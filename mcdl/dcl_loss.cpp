@@ -9,10 +9,6 @@
 namespace mcdl {
 namespace {
 
-Tensor index_tensor(const std::vector<int64_t>& rows, Device device) {
-  return from_vector<int64_t>(rows, {static_cast<int64_t>(rows.size())}, device);
-}
-
 std::string describe(const Tensor& t) { return t.defined() ? t.str() : std::string("undefined"); }
 
 // The rows flagged 1 and the rows flagged 0, each ascending; flags must be 0 or 1.
@@ -62,7 +58,7 @@ Tensor dcl_sup_loss(const Tensor& projections, const std::vector<int64_t>& label
     if (is_high[static_cast<size_t>(sample)]) anchors.push_back(static_cast<int64_t>(k));
   }
   if (anchors.empty()) return zeros({}, projections.dtype(), projections.device());
-  const Tensor features = l2_normalize(index_select(projections, index_tensor(rows, projections.device())));
+  const Tensor features = l2_normalize(index_select(projections, RowIndex(rows, projections.device())));
   return supcon_loss(features, union_labels, anchors, temperature, temperature);
 }
 
@@ -80,9 +76,9 @@ Tensor mixmatch_targets(const Tensor& mode_w, const Tensor& mean_w, const Tensor
   split_rows(op, is_high, high, medium);
   const Device device = mean_w.device();
   std::vector<Tensor> parts;  // the high rows' targets, then the medium rows'
-  if (!high.empty()) parts.push_back(one_hot(index_select(mode_w, index_tensor(high, device)), k, mean_w.dtype()));
+  if (!high.empty()) parts.push_back(one_hot(index_select(mode_w, RowIndex(high, device)), k, mean_w.dtype()));
   if (!medium.empty()) {
-    const Tensor rows = index_tensor(medium, device);
+    const RowIndex rows(medium, device);
     parts.push_back(sharpen((index_select(mean_w, rows) + index_select(mean_s, rows)) / 2.0, tau_u));
   }
   if (parts.empty()) return empty({0, k}, mean_w.dtype(), device);
@@ -91,7 +87,7 @@ Tensor mixmatch_targets(const Tensor& mode_w, const Tensor& mean_w, const Tensor
   for (size_t j = 0; j < high.size(); ++j) place[static_cast<size_t>(high[j])] = static_cast<int64_t>(j);
   for (size_t j = 0; j < medium.size(); ++j)
     place[static_cast<size_t>(medium[j])] = static_cast<int64_t>(high.size() + j);
-  return index_select(parts.size() == 1 ? parts[0] : concat(parts, 0), index_tensor(place, device));
+  return index_select(parts.size() == 1 ? parts[0] : concat(parts, 0), RowIndex(place, device));
 }
 
 MixPlan draw_mix_plan(int64_t n, RandomStream& stream, double alpha) {
@@ -108,7 +104,7 @@ Tensor mix(const Tensor& x, const MixPlan& plan) {
         "mix: x must have one row per permutation entry (", plan.permutation.size(), "), got ", describe(x));
   check(plan.delta >= 0.5 && plan.delta <= 1.0, "mix: delta must lie in [0.5, 1], got ", plan.delta);
   check_floating("mix", x);
-  return x * plan.delta + index_select(x, index_tensor(plan.permutation, x.device())) * (1.0 - plan.delta);
+  return x * plan.delta + index_select(x, RowIndex(plan.permutation, x.device())) * (1.0 - plan.delta);
 }
 
 Tensor semi_loss(const Tensor& mixed_logits, const Tensor& mixed_targets, const std::vector<uint8_t>& is_high,
@@ -124,13 +120,13 @@ Tensor semi_loss(const Tensor& mixed_logits, const Tensor& mixed_targets, const 
   const Device device = mixed_logits.device();
   Tensor loss = zeros({}, mixed_logits.dtype(), device);
   if (!high.empty()) {
-    const Tensor rows = index_tensor(high, device);
+    const RowIndex rows(high, device);
     loss =
         loss + cross_entropy_soft(index_select(mixed_logits, rows) / student_temp, index_select(mixed_targets, rows));
   }
   if (!medium.empty()) {
     // mse_loss averages over |M|·K elements; ×K leaves the squared L2 norm averaged over rows.
-    const Tensor rows = index_tensor(medium, device);
+    const RowIndex rows(medium, device);
     const Tensor probs = softmax(index_select(mixed_logits, rows) / student_temp);
     loss = loss + mse_loss(probs, index_select(mixed_targets, rows)) * static_cast<double>(mixed_logits.size(1));
   }

@@ -15,10 +15,6 @@
 namespace mcdl {
 namespace {
 
-Tensor index_tensor(const std::vector<int64_t>& values, Device device) {
-  return from_vector(values, {static_cast<int64_t>(values.size())}, device);
-}
-
 Tensor zero_scalar(Device device) { return scalar_tensor(0.0, DType::f32, device); }
 
 }  // namespace
@@ -60,7 +56,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
       slots.push_back(bank_index[static_cast<size_t>(i)]);
     }
   if (rows.empty()) return terms;
-  const Tensor rows_t = index_tensor(rows, device);
+  const RowIndex rows_t(rows, device);
   const BankSlots slots_t(slots, bank_weak.num_samples(), device);  // checked here, on the host
 
   // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
@@ -116,13 +112,13 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     Tensor targets;
     {
       NoGradGuard no_grad;
-      targets = mixmatch_targets(index_select(weak_c.mode, index_tensor(x_unlabelled, device)),
+      targets = mixmatch_targets(index_select(weak_c.mode, RowIndex(x_unlabelled, device)),
                                  bank_weak.mean_probs(x_slots_t), bank_strong.mean_probs(x_slots_t), x_is_high,
                                  config_.tau_u);
     }
     RandomStream stream(config_.seed, stream_id("mixmatch", {epoch, iteration}));
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, config_.mix_alpha);
-    const Tensor mixed_images = mix(index_select(weak1, index_tensor(x_rows, device)), plan);
+    const Tensor mixed_images = mix(index_select(weak1, RowIndex(x_rows, device)), plan);
     const Tensor mixed_targets = mix(targets, plan);
     const Tensor mixed_logits = profiled(device, "forward", [&] { return logits_of(mixed_images); });
     terms.semi = semi_loss(mixed_logits, mixed_targets, x_is_high, temp);
@@ -139,7 +135,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   for (size_t i = 0; i < confidence.size(); ++i)
     if (confidence[i] >= config_.self_threshold) confident.push_back(static_cast<int64_t>(i));
   if (confident.empty()) return terms;
-  const Tensor confident_t = index_tensor(confident, device);
+  const RowIndex confident_t(confident, device);
   terms.self = self_loss(index_select(weak_probs, confident_t),
                          index_select(index_select(strong_logits, rows_t), confident_t), config_.tau_u, temp) *
                (static_cast<double>(confident.size()) / static_cast<double>(rows.size()));

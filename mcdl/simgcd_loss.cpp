@@ -104,7 +104,7 @@ Tensor supcon_loss(const Tensor& features, const std::vector<int64_t>& labels, c
     for (int64_t p : positives) weights[static_cast<size_t>(k * n + p)] = 1.0 / static_cast<double>(positives.size());
   }
   const Device device = features.device();
-  const Tensor anchor_features = index_select(features, index_tensor(anchors, device));
+  const Tensor anchor_features = index_select(features, RowIndex(anchors, device));
   const Tensor logits = matmul(anchor_features, transpose(features, 0, 1)) / temperature +
                         self_mask(anchors, n, features.dtype(), device);
   const Tensor targets = from_vector<double>(weights, {count, n}).to(features.dtype()).to(device);
@@ -143,7 +143,7 @@ SimGCDLossTerms simgcd_loss(const Tensor& logits, const Tensor& projections, con
     t.cls = zeros({}, logits.dtype(), device);
     t.supcon = zeros({}, logits.dtype(), device);
   } else {
-    const Tensor rows = index_tensor(lab_rows, device);
+    const RowIndex rows(lab_rows, device);
     t.cls = cross_entropy(index_select(logits, rows) / config.student_temp, index_tensor(lab_labels, device));
     std::vector<int64_t> every_row(lab_rows.size());
     for (size_t k = 0; k < every_row.size(); ++k) every_row[k] = static_cast<int64_t>(k);

@@ -115,14 +115,12 @@ int64_t first_invalid_index(const Tensor& indices, int64_t rows) {
   return position < count ? position : -1;
 }
 
-Tensor index_select(const Tensor& x, const Tensor& indices) {
-  check_defined("index_select", x, "x");
-  check_defined("index_select", indices, "indices");
-  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
-  check(indices.dtype() == DType::i64 || indices.dtype() == DType::i32,
-        "index_select: indices must be i64 or i32, got ", indices);
-  check(indices.dim() == 1, "index_select: indices must be 1-D, got ", indices);
-  check(indices.device() == x.device(), "index_select: device mismatch between ", x, " and indices ", indices);
+namespace {
+
+// index_select's work once the indices are known valid: the gather, and a gradient that scatters
+// back through the positions grouped by row (from `host_indices`, i64 on the CPU; read back from
+// the device only when the caller has no host copy).
+Tensor gather_checked_rows(const Tensor& x, const Tensor& indices, const Tensor& host_indices) {
   const int64_t rows = x.size(0), count = indices.size(0);
   const int64_t row = shape_numel(Shape(x.shape().begin() + 1, x.shape().end()));
   Shape out_shape = x.shape();
@@ -130,10 +128,6 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
   Tensor out = empty(out_shape, x.dtype(), x.device());
   dispatch_index("index_select", indices, [&](auto index_zero) {
     using I = decltype(index_zero);
-    const int64_t bad = first_invalid_index(indices, rows);
-    if (bad >= 0)
-      fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
-           " rows of ", x);
     dispatch_any(x.dtype(), [&](auto zero) {
       using Bits = cpu::bits_of<decltype(zero)>;
       on_device(x.device(), [&](auto k) {
@@ -142,15 +136,17 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
       });
     });
   });
-  record(out, "index_select", {x}, [indices, rows, count, row](const Tensor& g, GradSink& sink) {
+  record(out, "index_select", {x}, [indices, host_indices, rows, count, row](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "index_select", [&](auto zero) {
       using T = decltype(zero);
       dispatch_index("index_select", indices, [&](auto index_zero) {
         using I = decltype(index_zero);
         // Deterministic without float atomics: the positions are grouped by target row on the
         // host, then each dst element sums its positions in order.
-        const Tensor host_indices = indices.to(Device::cpu());
-        const Tensor groups = positions_by_row(host_indices.data<I>(), count, rows).to(g.device());
+        const Tensor groups =
+            (host_indices.defined() ? positions_by_row(host_indices.data<int64_t>(), count, rows)
+                                    : positions_by_row(indices.to(Device::cpu()).data<I>(), count, rows))
+                .to(g.device());
         GradMode mode;
         Tensor& dx = sink.buffer(0, mode);
         on_device(g.device(), [&](auto k) {
@@ -161,6 +157,44 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
     });
   });
   return out;
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, const Tensor& indices) {
+  check_defined("index_select", x, "x");
+  check_defined("index_select", indices, "indices");
+  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
+  check(indices.dtype() == DType::i64 || indices.dtype() == DType::i32,
+        "index_select: indices must be i64 or i32, got ", indices);
+  check(indices.dim() == 1, "index_select: indices must be 1-D, got ", indices);
+  check(indices.device() == x.device(), "index_select: device mismatch between ", x, " and indices ", indices);
+  const int64_t rows = x.size(0);
+  dispatch_index("index_select", indices, [&](auto index_zero) {
+    using I = decltype(index_zero);
+    const int64_t bad = first_invalid_index(indices, rows);
+    if (bad >= 0)
+      fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
+           " rows of ", x);
+  });
+  return gather_checked_rows(x, indices, Tensor());
+}
+
+RowIndex::RowIndex(std::vector<int64_t> rows, Device device)
+    : host_(std::move(rows)), tensor_(from_vector(host_, {static_cast<int64_t>(host_.size())}, device)) {}
+
+Tensor index_select(const Tensor& x, const RowIndex& index) {
+  check_defined("index_select", x, "x");
+  check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
+  check(index.tensor().device() == x.device(), "index_select: device mismatch between ", x, " and indices ",
+        index.tensor());
+  const int64_t rows = x.size(0);
+  for (int64_t i = 0; i < index.size(); ++i) {
+    const int64_t r = index.host()[static_cast<size_t>(i)];
+    if (r < 0 || r >= rows)
+      fail("index_select: index ", r, " at position ", i, " is out of range for ", rows, " rows of ", x);
+  }
+  return gather_checked_rows(x, index.tensor(), from_vector(index.host(), {index.size()}, Device::cpu()));
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

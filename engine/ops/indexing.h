@@ -3,6 +3,9 @@
 // and f64 and scatter back into the selected places. Also the range check of indices, and
 // one_hot.
 #pragma once
+#include <cstdint>
+#include <vector>
+
 #include "engine/tensor.h"
 
 namespace mcdl {
@@ -10,6 +13,23 @@ namespace mcdl {
 // Rows of x [N, ...] along axis 0: indices (i64 or i32, 1-D [M], each in [0, N)) → [M, ...].
 // Repeated indices are allowed; their gradients add up.
 Tensor index_select(const Tensor& x, const Tensor& indices);
+
+// Row positions made on the host (e.g. a batch's labelled rows), kept there and uploaded once.
+// index_select on a RowIndex checks the range on the host and groups its gradient from the host
+// copy: no read-back from the device, where index_select on an index tensor needs two (its
+// range check and its gradient's grouping).
+class RowIndex {
+ public:
+  RowIndex(std::vector<int64_t> rows, Device device);
+  const std::vector<int64_t>& host() const { return host_; }
+  const Tensor& tensor() const { return tensor_; }  // i64 [M] on the device
+  int64_t size() const { return static_cast<int64_t>(host_.size()); }
+
+ private:
+  std::vector<int64_t> host_;
+  Tensor tensor_;
+};
+Tensor index_select(const Tensor& x, const RowIndex& index);
 
 // The elements of x where mask (u8, x's shape, values 0 or 1) is 1, in row-major order, as
 // a 1-D tensor.
