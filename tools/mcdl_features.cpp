@@ -65,10 +65,7 @@ Arguments parse_arguments(int argc, char** argv) {
   Arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw tools::UsageError{arg + " needs a value"};
-      return std::string(argv[++i]);
-    };
+    auto value = [&] { return tools::option_value(argc, argv, i); };
     if (arg == "--weights") {
       args.weights = value();
     } else if (arg == "--config") {

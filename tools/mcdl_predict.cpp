@@ -60,10 +60,7 @@ Arguments parse_arguments(int argc, char** argv) {
   Arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw tools::UsageError{arg + " needs a value"};
-      return std::string(argv[++i]);
-    };
+    auto value = [&] { return tools::option_value(argc, argv, i); };
     if (arg == "--checkpoint") args.checkpoint = value();
     else if (arg == "-o" || arg == "--output") args.output = value();
     else if (arg == "--image-size") args.image_size = tools::positive_integer(value(), arg);

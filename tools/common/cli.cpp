@@ -25,6 +25,11 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   return status;
 }
 
+std::string option_value(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) throw UsageError{std::string(argv[i]) + " needs a value"};
+  return argv[++i];
+}
+
 int64_t positive_integer(const std::string& text, const std::string& option) {
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);

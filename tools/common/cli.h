@@ -37,6 +37,9 @@ std::optional<int> parse_tool_arguments(int argc, char** argv, const char* tool,
   return std::nullopt;
 }
 
+// The value after the option argv[i], advancing i past it, or a UsageError naming the option.
+std::string option_value(int argc, char** argv, int& i);
+
 // The value of `option` as a positive integer, or a UsageError naming it.
 int64_t positive_integer(const std::string& text, const std::string& option);
 
