@@ -35,7 +35,7 @@ BucketRows rows_by_bucket(const Tensor& buckets) {
   return rows;
 }
 
-SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const BankSlots& slots,
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const RowIndex& slots,
                              int64_t mu) {
   const ProfileRange range(slots.tensor().device(), "mcdl_buckets");
   SampleBuckets out;

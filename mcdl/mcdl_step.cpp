@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "engine/autograd.h"
@@ -16,6 +17,12 @@ namespace mcdl {
 namespace {
 
 Tensor zero_scalar(Device device) { return scalar_tensor(0.0, DType::f32, device); }
+
+std::vector<int64_t> every_sample(int64_t n) {
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return all;
+}
 
 }  // namespace
 
@@ -57,7 +64,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     }
   if (rows.empty()) return terms;
   const RowIndex rows_t(rows, device);
-  const BankSlots slots_t(slots, bank_weak.num_samples(), device);  // checked here, on the host
+  const RowIndex slots_t(slots, device);  // checked on the host by the banks
 
   // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
   Tensor weak_probs, strong_probs;
@@ -108,7 +115,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
       x_slots.push_back(slots[static_cast<size_t>(x_unlabelled[i])]);
       x_is_high.push_back(i < high.size() ? 1 : 0);
     }
-    const BankSlots x_slots_t(x_slots, bank_weak.num_samples(), device);
+    const RowIndex x_slots_t(x_slots, device);
     Tensor targets;
     {
       NoGradGuard no_grad;
@@ -148,7 +155,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
   const auto [weak_c, buckets, high, medium, mode_w] =
-      bucket_samples(bank_weak, bank_strong, BankSlots::all(n, bank_weak.device()), mu);
+      bucket_samples(bank_weak, bank_strong, RowIndex(every_sample(n), bank_weak.device()), mu);
   report.counts = count_buckets(buckets);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
@@ -170,7 +177,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   report.high_accuracy = accuracy(high, high_pseudo, report.known_high);
   std::vector<int64_t> medium_pseudo;
   if (!medium.empty()) {
-    const BankSlots idx(medium, n, bank_weak.device());
+    const RowIndex idx(medium, bank_weak.device());
     const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
     medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
   }

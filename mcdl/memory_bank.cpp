@@ -33,22 +33,13 @@ void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const
          " at position ", bad, " is out of range for a bank of ", num_samples_, " samples");
 }
 
-BankSlots::BankSlots(const std::vector<int64_t>& positions, int64_t num_samples, Device device)
-    : num_samples_(num_samples) {
-  for (size_t i = 0; i < positions.size(); ++i)
-    check(positions[i] >= 0 && positions[i] < num_samples, "BankSlots: sample index ", positions[i], " at position ",
-          i, " is out of range for a bank of ", num_samples, " samples");
-  index_ = from_vector(positions, {static_cast<int64_t>(positions.size())}, device);
-}
-
-BankSlots BankSlots::all(int64_t num_samples, Device device) {
-  return BankSlots(arange(num_samples, DType::i64, device), num_samples);
-}
-
-void MemoryBank::check_slots(const char* op, const BankSlots& slots) const {
-  check(slots.num_samples() == num_samples_ && slots.tensor().device() == device_, op, ": slots checked against ",
-        slots.num_samples(), " samples on ", slots.tensor().device(), ", but the bank has ", num_samples_, " on ",
-        device_);
+void MemoryBank::check_samples(const char* op, const RowIndex& sample_index) const {
+  check(sample_index.tensor().device() == device_, op, ": sample_index must be on ", device_, ", got ",
+        sample_index.tensor());
+  const int64_t bad = sample_index.first_outside(num_samples_);
+  if (bad >= 0)
+    fail(op, ": sample index ", sample_index.host()[static_cast<size_t>(bad)], " at position ", bad,
+         " is out of range for a bank of ", num_samples_, " samples");
 }
 
 void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
@@ -56,19 +47,19 @@ void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
   write(sample_index, probs);
 }
 
-void MemoryBank::update(const BankSlots& slots, const Tensor& probs) {
-  check_slots("MemoryBank.update", slots);
-  write(slots.tensor(), probs);
+void MemoryBank::update(const RowIndex& sample_index, const Tensor& probs) {
+  check_samples("MemoryBank.update", sample_index);
+  write(sample_index.tensor(), probs);
 }
 
-Consistency MemoryBank::consistency(const BankSlots& slots) const {
-  check_slots("MemoryBank.consistency", slots);
-  return bank_consistency(rings_, slots.tensor());
+Consistency MemoryBank::consistency(const RowIndex& sample_index) const {
+  check_samples("MemoryBank.consistency", sample_index);
+  return bank_consistency(rings_, sample_index.tensor());
 }
 
-Tensor MemoryBank::mean_probs(const BankSlots& slots) const {
-  check_slots("MemoryBank.mean_probs", slots);
-  return bank_mean_probs(rings_, slots.tensor());
+Tensor MemoryBank::mean_probs(const RowIndex& sample_index) const {
+  check_samples("MemoryBank.mean_probs", sample_index);
+  return bank_mean_probs(rings_, sample_index.tensor());
 }
 
 void MemoryBank::write(const Tensor& sample_index, const Tensor& probs) {

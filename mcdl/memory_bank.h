@@ -6,33 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "engine/ops/method.h"  // BankRings, Consistency
+#include "engine/ops/indexing.h"  // RowIndex
+#include "engine/ops/method.h"    // BankRings, Consistency
 #include "engine/tensor.h"
 
 namespace mcdl {
-
-// Sample positions for the bank operations, checked against the bank size on the host where they
-// are made, so that the operations skip the device-side index check (on a GPU a read-back, one
-// per operation, six in an MCDL step).
-class BankSlots {
- public:
-  // Each position must be in [0, num_samples); throws naming the first that is not. The
-  // positions go to `device` (an upload, no synchronisation).
-  BankSlots(const std::vector<int64_t>& positions, int64_t num_samples, Device device);
-  // 0 .. num_samples-1, made on the device.
-  static BankSlots all(int64_t num_samples, Device device);
-
-  const Tensor& tensor() const { return index_; }  // i64 [n]
-  int64_t num_samples() const { return num_samples_; }
-
- private:
-  BankSlots(Tensor index, int64_t num_samples) : index_(std::move(index)), num_samples_(num_samples) {}
-  Tensor index_;
-  int64_t num_samples_;
-};
 
 class MemoryBank {
  public:
@@ -54,10 +33,11 @@ class MemoryBank {
   // The mean of each queried sample's filled entries: f32 [n, K] (zeros for an empty ring).
   Tensor mean_probs(const Tensor& sample_index) const;
 
-  // The same on positions checked on the host (the slots' bank size must be this bank's).
-  void update(const BankSlots& slots, const Tensor& probs);
-  Consistency consistency(const BankSlots& slots) const;
-  Tensor mean_probs(const BankSlots& slots) const;
+  // The same on positions made on the host (a batch's slots): checked there, with no device-side
+  // check to read back.
+  void update(const RowIndex& sample_index, const Tensor& probs);
+  Consistency consistency(const RowIndex& sample_index) const;
+  Tensor mean_probs(const RowIndex& sample_index) const;
 
   // The whole state for a checkpoint: "classes" i32 [N, μ], "probs" f32 [N, μ, K],
   // "position" i64 [N] (the next slot written), "filled" i64 [N]. The tensors are the bank's
@@ -70,7 +50,7 @@ class MemoryBank {
 
  private:
   void check_samples(const char* op, const Tensor& sample_index) const;
-  void check_slots(const char* op, const BankSlots& slots) const;
+  void check_samples(const char* op, const RowIndex& sample_index) const;
   void write(const Tensor& sample_index, const Tensor& probs);
 
   int64_t num_samples_, num_classes_, mu_;

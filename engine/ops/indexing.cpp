@@ -118,9 +118,10 @@ int64_t first_invalid_index(const Tensor& indices, int64_t rows) {
 namespace {
 
 // index_select's work once the indices are known valid: the gather, and a gradient that scatters
-// back through the positions grouped by row (from `host_indices`, i64 on the CPU; read back from
-// the device only when the caller has no host copy).
-Tensor gather_checked_rows(const Tensor& x, const Tensor& indices, const Tensor& host_indices) {
+// back through the positions grouped by row (from `host_indices`; read back from the device only
+// when the caller has no host copy).
+Tensor gather_checked_rows(const Tensor& x, const Tensor& indices,
+                           std::shared_ptr<const std::vector<int64_t>> host_indices) {
   const int64_t rows = x.size(0), count = indices.size(0);
   const int64_t row = shape_numel(Shape(x.shape().begin() + 1, x.shape().end()));
   Shape out_shape = x.shape();
@@ -143,10 +144,9 @@ Tensor gather_checked_rows(const Tensor& x, const Tensor& indices, const Tensor&
         using I = decltype(index_zero);
         // Deterministic without float atomics: the positions are grouped by target row on the
         // host, then each dst element sums its positions in order.
-        const Tensor groups =
-            (host_indices.defined() ? positions_by_row(host_indices.data<int64_t>(), count, rows)
-                                    : positions_by_row(indices.to(Device::cpu()).data<I>(), count, rows))
-                .to(g.device());
+        const Tensor groups = (host_indices ? positions_by_row(host_indices->data(), count, rows)
+                                            : positions_by_row(indices.to(Device::cpu()).data<I>(), count, rows))
+                                  .to(g.device());
         GradMode mode;
         Tensor& dx = sink.buffer(0, mode);
         on_device(g.device(), [&](auto k) {
@@ -177,24 +177,29 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
       fail("index_select: index ", read_back<I>(indices, bad), " at position ", bad, " is out of range for ", rows,
            " rows of ", x);
   });
-  return gather_checked_rows(x, indices, Tensor());
+  return gather_checked_rows(x, indices, nullptr);
 }
 
 RowIndex::RowIndex(std::vector<int64_t> rows, Device device)
-    : host_(std::move(rows)), tensor_(from_vector(host_, {static_cast<int64_t>(host_.size())}, device)) {}
+    : host_(std::make_shared<const std::vector<int64_t>>(std::move(rows))),
+      tensor_(from_vector(*host_, {static_cast<int64_t>(host_->size())}, device)) {}
+
+int64_t RowIndex::first_outside(int64_t bound) const {
+  for (size_t i = 0; i < host_->size(); ++i)
+    if ((*host_)[i] < 0 || (*host_)[i] >= bound) return static_cast<int64_t>(i);
+  return -1;
+}
 
 Tensor index_select(const Tensor& x, const RowIndex& index) {
   check_defined("index_select", x, "x");
   check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
   check(index.tensor().device() == x.device(), "index_select: device mismatch between ", x, " and indices ",
         index.tensor());
-  const int64_t rows = x.size(0);
-  for (int64_t i = 0; i < index.size(); ++i) {
-    const int64_t r = index.host()[static_cast<size_t>(i)];
-    if (r < 0 || r >= rows)
-      fail("index_select: index ", r, " at position ", i, " is out of range for ", rows, " rows of ", x);
-  }
-  return gather_checked_rows(x, index.tensor(), from_vector(index.host(), {index.size()}, Device::cpu()));
+  const int64_t rows = x.size(0), bad = index.first_outside(rows);
+  if (bad >= 0)
+    fail("index_select: index ", index.host()[static_cast<size_t>(bad)], " at position ", bad, " is out of range for ",
+         rows, " rows of ", x);
+  return gather_checked_rows(x, index.tensor(), index.host_data());
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

@@ -4,6 +4,7 @@
 // one_hot.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -14,19 +15,23 @@ namespace mcdl {
 // Repeated indices are allowed; their gradients add up.
 Tensor index_select(const Tensor& x, const Tensor& indices);
 
-// Row positions made on the host (e.g. a batch's labelled rows), kept there and uploaded once.
-// index_select on a RowIndex checks the range on the host and groups its gradient from the host
-// copy: no read-back from the device, where index_select on an index tensor needs two (its
-// range check and its gradient's grouping).
+// Positions made on the host (rows to select, a batch's bank slots), kept there and uploaded
+// once. Their users check the range on the host: index_select on a RowIndex, and its gradient's
+// grouping, read nothing back from the device, where an index tensor needs two read-backs (its
+// range check and the grouping).
 class RowIndex {
  public:
   RowIndex(std::vector<int64_t> rows, Device device);
-  const std::vector<int64_t>& host() const { return host_; }
+  const std::vector<int64_t>& host() const { return *host_; }
+  // The same values, shared: what a gradient keeps without copying them.
+  std::shared_ptr<const std::vector<int64_t>> host_data() const { return host_; }
   const Tensor& tensor() const { return tensor_; }  // i64 [M] on the device
-  int64_t size() const { return static_cast<int64_t>(host_.size()); }
+  int64_t size() const { return static_cast<int64_t>(host_->size()); }
+  // The position of the first value outside [0, bound), or -1.
+  int64_t first_outside(int64_t bound) const;
 
  private:
-  std::vector<int64_t> host_;
+  std::shared_ptr<const std::vector<int64_t>> host_;  // shared with the gradients that read it
   Tensor tensor_;
 };
 Tensor index_select(const Tensor& x, const RowIndex& index);

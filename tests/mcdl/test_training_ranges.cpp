@@ -42,8 +42,8 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
   // The device-to-host read-backs of one training step (from one "batch" range to the next), each
   // a synchronisation on a GPU. Six today: the range checks of SimGCD's two cross-entropy targets
   // and of the MixMatch one-hot, the bucket lists, the bank modes and the loss terms (one copy for
-  // all). The banks' and the row selections' index checks no longer read back (BankSlots,
-  // RowIndex); this bound keeps it so.
+  // all). The banks' and the row selections' index checks no longer read back (RowIndex); this
+  // bound keeps it so.
   const auto first_batch = std::find(names.begin(), names.end(), "batch");
   const auto second_batch = std::find(first_batch + 1, names.end(), "batch");
   REQUIRE(second_batch != names.end());
