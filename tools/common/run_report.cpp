@@ -44,18 +44,6 @@ void add_panel(std::vector<Panel>& panels, const CsvTable& metrics, const std::s
   if (!panel.series.empty()) panels.push_back(std::move(panel));
 }
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '"') out += "&quot;";
-    else out += ch;
-  }
-  return out;
-}
-
 void write_file(const fs::path& path, const std::string& text) { write_file_atomically(path.string(), text); }
 
 // As data/decode.h's write_png, but encoded in memory and written through write_file: stb's own
@@ -224,14 +212,14 @@ std::string write_run_report(const std::string& run_dir) {
   const std::string svg = line_charts_svg(x, panels);
   write_file(run / "curves.svg", svg);
 
-  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html_escape(run.filename().string()) +
+  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + markup_escape(run.filename().string()) +
                      "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1000px}"
                      "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
-                     "</style></head><body>\n<h1>Run " + html_escape(run_dir) + "</h1>\n";
+                     "</style></head><body>\n<h1>Run " + markup_escape(run_dir) + "</h1>\n";
   if (!metrics.rows.empty()) {
     html += "<h2>Last epoch</h2>\n<table>\n";
     for (size_t c = 0; c < metrics.header.size(); ++c)
-      html += "<tr><th>" + html_escape(metrics.header[c]) + "</th><td>" + html_escape(metrics.rows.back()[c]) +
+      html += "<tr><th>" + markup_escape(metrics.header[c]) + "</th><td>" + markup_escape(metrics.rows.back()[c]) +
               "</td></tr>\n";
     html += "</table>\n";
   }
@@ -253,8 +241,8 @@ std::string write_run_report(const std::string& run_dir) {
     if (config.is_object()) {
       html += "<h2>Settings (config.json)</h2>\n<table>\n";
       for (const auto& [key, value] : config.items())
-        html += "<tr><th>" + html_escape(key) + "</th><td>" +
-                html_escape(value.is_string() ? value.get<std::string>() : value.dump()) + "</td></tr>\n";
+        html += "<tr><th>" + markup_escape(key) + "</th><td>" +
+                markup_escape(value.is_string() ? value.get<std::string>() : value.dump()) + "</td></tr>\n";
       html += "</table>\n";
     }
   }

@@ -18,16 +18,6 @@ std::string number(double v) {
   return text;
 }
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else out += ch;
-  }
-  return out;
-}
 
 // [low, high] of the finite values, widened when flat or empty.
 std::pair<double, double> y_range(const Panel& panel) {
@@ -75,7 +65,7 @@ std::string line_charts_svg(const std::vector<double>& x, const std::vector<Pane
     auto px = [&](double v) { return kLeft + (v - x_low) / (x_high - x_low) * plot_w; };
     auto py = [&](double v) { return top + plot_h - (v - y_low) / (y_high - y_low) * plot_h; };
     svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(top - 10) + "\" font-size=\"13\" font-weight=\"bold\">" +
-           escape(panel.title) + "</text>\n";
+           markup_escape(panel.title) + "</text>\n";
     svg += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(top) + "\" width=\"" + number(plot_w) + "\" height=\"" +
            number(plot_h) + "\" fill=\"none\" stroke=\"#999\"/>\n";
     for (double v : ticks(y_low, y_high, nice_step(y_high - y_low, 4))) {  // gridlines with their values
@@ -120,10 +110,22 @@ std::string line_charts_svg(const std::vector<double>& x, const std::vector<Pane
       const double ly = top + 12 + 16 * static_cast<double>(s), lx = kLeft + plot_w + 15;
       svg += "<line x1=\"" + number(lx) + "\" x2=\"" + number(lx + 18) + "\" y1=\"" + number(ly - 4) + "\" y2=\"" +
              number(ly - 4) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>\n";
-      svg += "<text x=\"" + number(lx + 24) + "\" y=\"" + number(ly) + "\">" + escape(series.name) + "</text>\n";
+      svg += "<text x=\"" + number(lx + 24) + "\" y=\"" + number(ly) + "\">" + markup_escape(series.name) + "</text>\n";
     }
   }
   return svg + "</svg>\n";
+}
+
+std::string markup_escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else if (ch == '"') out += "&quot;";
+    else out += ch;
+  }
+  return out;
 }
 
 }  // namespace mcdl::tools

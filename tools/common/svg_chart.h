@@ -20,4 +20,7 @@ struct Panel {
 // The x values (epochs) are shared by every panel's series.
 std::string line_charts_svg(const std::vector<double>& x, const std::vector<Panel>& panels);
 
+// `text` with &, <, > and " as entities, for SVG and HTML text and attribute values.
+std::string markup_escape(const std::string& text);
+
 }  // namespace mcdl::tools
