@@ -35,7 +35,7 @@ std::vector<bool> TrainingData::validation_is_old() const {
 
 std::vector<int64_t> TrainingData::test_labels() const {
   std::vector<int64_t> out;
-  for (int64_t i : test) out.push_back(test_label[static_cast<size_t>(i)]);
+  for (int64_t i : test) out.push_back(split.test_label[static_cast<size_t>(i)]);
   return out;
 }
 
@@ -144,7 +144,6 @@ TrainingData load_training_data(const TrainConfig& config) {
 
   if (data.evaluates_test()) {
     data.test_set = test_split_dataset(data.dataset);
-    data.test_label = data.split.test_label;
     std::vector<int64_t> indices(data.test_set.train.size());
     for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
     data.test_cache = std::make_unique<ImageCache>(data.test_set, indices, cache_options);

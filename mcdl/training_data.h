@@ -32,11 +32,10 @@ struct TrainingData {
   std::string eval_on;
   // The test split when it is scored: its images as a dataset of their own (train = the test
   // items), their cache, and the indices into test_set.train kept (unreadable images dropped with
-  // --skip-bad-images); labels remapped as the training labels.
+  // --skip-bad-images); their labels are split.test_label.
   Dataset test_set;
   std::unique_ptr<ImageCache> test_cache;
   std::vector<int64_t> test;
-  std::vector<int64_t> test_label;  // per test_set.train index
 
   int64_t num_classes() const { return split.num_classes; }
   int64_t num_old_classes() const { return split.num_old_classes; }
