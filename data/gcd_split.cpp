@@ -1,11 +1,12 @@
 #include "data/gcd_split.h"
 
 #include <algorithm>
-#include <fstream>
+#include <sstream>
 
 #include "data/numpy_random.h"
 #include "data/python_set_order.h"
 #include "engine/error.h"
+#include "io/durable_file.h"
 
 namespace mcdl {
 namespace {
@@ -119,8 +120,7 @@ std::string csv_field(const std::string& text) {
 void write_split_csv(const std::string& path, const Dataset& dataset, const GcdSplit& split) {
   check(split.label.size() == dataset.train.size(), "write_split_csv: split of ", split.label.size(),
         " images for a dataset of ", dataset.size());
-  std::ofstream out(path);
-  check(out.good(), "write_split_csv: cannot open ", path, " for writing");
+  std::ostringstream out;
   out << "id,path,label,role\n";
   for (const auto* part : {&split.labelled, &split.unlabelled}) {
     const char* role = part == &split.labelled ? "labelled" : "unlabelled";
@@ -130,8 +130,7 @@ void write_split_csv(const std::string& path, const Dataset& dataset, const GcdS
           << split.label[static_cast<size_t>(i)] << ',' << role << '\n';
     }
   }
-  out.close();
-  check(!out.fail(), "write_split_csv: failed writing ", path);
+  write_file_atomically(path, out.str());
 }
 
 }  // namespace mcdl

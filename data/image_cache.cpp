@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "data/decode.h"
 #include "data/resize.h"
 #include "engine/error.h"
+#include "io/durable_file.h"
 
 namespace mcdl {
 namespace {
@@ -50,10 +52,6 @@ struct IndexRecord {
   int32_t height, width;
   int64_t offset;
 };
-
-void write_all(std::FILE* f, const void* data, size_t n, const std::string& path) {
-  check(std::fwrite(data, 1, n, f) == n, "image cache: cannot write ", path, " (disk full?)");
-}
 
 }  // namespace
 
@@ -103,8 +101,9 @@ void ImageCache::build(const Dataset& dataset, const std::vector<int64_t>& train
   }
   const int64_t budget = persistent ? 0 : (options.memory_budget_bytes > 0 ? options.memory_budget_bytes
                                                                            : default_cache_budget_bytes());
-  const std::string tmp_path = file_path + ".partial";
-  std::FILE* file = nullptr;
+  // Written through AtomicFile: a persistent cache appears under its name only whole and on disk
+  // (a crash leaves no half cache for the next run to map); a scratch one is mapped unnamed.
+  std::optional<AtomicFile> file;
   int64_t file_offset = sizeof kMagic;
   const int64_t threads = options.threads > 0 ? options.threads
                                               : std::max<int64_t>(1, std::thread::hardware_concurrency());
@@ -146,13 +145,12 @@ void ImageCache::build(const Dataset& dataset, const std::vector<int64_t>& train
         memory_bytes_ += bytes;
       } else {
         if (!file) {
-          file = std::fopen(tmp_path.c_str(), "wb");
-          check(file != nullptr, "image cache: cannot create ", tmp_path, ": ", std::strerror(errno));
-          write_all(file, kMagic, sizeof kMagic, tmp_path);
+          file.emplace(file_path, "image cache: " + file_path);
+          file->write(kMagic, sizeof kMagic);
         }
         entry.in_file = true;
         entry.offset = file_offset;
-        write_all(file, image.pixels.data(), image.pixels.size(), tmp_path);
+        file->write(image.pixels.data(), image.pixels.size());
         file_offset += bytes;
         file_bytes_ += bytes;
       }
@@ -168,20 +166,22 @@ void ImageCache::build(const Dataset& dataset, const std::vector<int64_t>& train
   for (const Entry& e : entries_) index.push_back({e.height, e.width, e.offset});
   Trailer trailer{n, file_offset, key, {}};
   std::memcpy(trailer.magic, kMagic, sizeof kMagic);
-  write_all(file, index.data(), index.size() * sizeof(IndexRecord), tmp_path);
-  write_all(file, &trailer, sizeof trailer, tmp_path);
-  check(std::fclose(file) == 0, "image cache: cannot finish writing ", tmp_path, " (disk full?)");
+  file->write(index.data(), index.size() * sizeof(IndexRecord));
+  file->write(&trailer, sizeof trailer);
   // A cache with bad images is not kept: the next run must report them again.
-  const bool keep = persistent && bad_.empty();
-  if (keep) std::filesystem::rename(tmp_path, file_path);
-  map_file(keep ? file_path : tmp_path, !keep);
+  if (persistent && bad_.empty()) {
+    file->commit();
+    map_file(file_path);
+  } else {
+    map_file(file->temporary_path());  // the mapping outlives the file, which AtomicFile removes
+  }
 }
 
 bool ImageCache::try_load(const std::string& path, const std::vector<int64_t>& train_indices) {
   std::error_code ec;
   const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   if (ec || size < static_cast<int64_t>(sizeof kMagic + sizeof(Trailer))) return false;
-  map_file(path, false);
+  map_file(path);
   Trailer trailer;
   std::memcpy(&trailer, mapped_ + size - sizeof trailer, sizeof trailer);
   const int64_t n = static_cast<int64_t>(train_indices.size());
@@ -211,7 +211,7 @@ bool ImageCache::try_load(const std::string& path, const std::vector<int64_t>& t
   return true;
 }
 
-void ImageCache::map_file(const std::string& path, bool remove_after_map) {
+void ImageCache::map_file(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY);
   check(fd >= 0, "image cache: cannot open ", path, ": ", std::strerror(errno));
   struct stat st;
@@ -221,7 +221,6 @@ void ImageCache::map_file(const std::string& path, bool remove_after_map) {
   check(p != MAP_FAILED, "image cache: cannot map ", path, ": ", std::strerror(errno));
   mapped_ = static_cast<uint8_t*>(p);
   mapped_size_ = st.st_size;
-  if (remove_after_map) std::filesystem::remove(path);  // the mapping stays valid; the file goes with the process
 }
 
 bool ImageCache::is_bad(int64_t train_index) const {

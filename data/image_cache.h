@@ -61,7 +61,7 @@ class ImageCache {
   };
   void build(const Dataset& dataset, const std::vector<int64_t>& train_indices, const ImageCacheOptions& options);
   bool try_load(const std::string& path, const std::vector<int64_t>& train_indices);
-  void map_file(const std::string& path, bool remove_after_map);
+  void map_file(const std::string& path);
 
   const Dataset* dataset_;
   int64_t resize_size_;

@@ -27,6 +27,8 @@ class AtomicFile {
   void write(const void* data, size_t bytes);
   void write(std::string_view text) { write(text.data(), text.size()); }
   void commit();
+  // Where the bytes are until commit() (readable, e.g. to map a scratch file never committed).
+  const std::string& temporary_path() const { return tmp_path_; }
 
  private:
   std::string path_, tmp_path_, context_;

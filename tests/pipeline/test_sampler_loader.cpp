@@ -179,6 +179,8 @@ TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapp
     const Image expected = resize_shorter_side(decode_image(d.train[static_cast<size_t>(i)].path, 3), 16);
     CHECK(cache.get(i) == expected);
   }
+  // The scratch file is mapped, then gone from the file system.
+  CHECK_FALSE(fs::exists(fs::temp_directory_path() / ("mcdl-imgcache-" + std::to_string(getpid()) + ".tmp")));
 
   // Persistent: written once (only when every image decodes), then read back without decoding.
   d.train[2].path = d.train[0].path;
@@ -188,6 +190,12 @@ TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapp
     const ImageCache first(d, iota(6), options);
     CHECK_FALSE(first.loaded_from_disk());
   }
+  // Committed whole under its final name (AtomicFile), with no temporary file left beside it.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir / "cache")) names.push_back(entry.path().filename().string());
+  REQUIRE(names.size() == 1);
+  CHECK(names[0].size() > 9);
+  CHECK(names[0].substr(names[0].size() - 9) == ".imgcache");
   const ImageCache second(d, iota(6), options);
   CHECK(second.loaded_from_disk());
   for (int64_t i = 0; i < 6; ++i)
