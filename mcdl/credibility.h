@@ -32,7 +32,7 @@ struct SampleBuckets {
   Tensor buckets;
   std::vector<int64_t> high, medium, weak_mode;
 };
-SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const RowIndex& slots,
+SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const HostIndex& slots,
                              int64_t mu);
 
 }  // namespace mcdl

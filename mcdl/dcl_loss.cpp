@@ -58,27 +58,31 @@ Tensor dcl_sup_loss(const Tensor& projections, const std::vector<int64_t>& label
     if (is_high[static_cast<size_t>(sample)]) anchors.push_back(static_cast<int64_t>(k));
   }
   if (anchors.empty()) return zeros({}, projections.dtype(), projections.device());
-  const Tensor features = l2_normalize(index_select(projections, RowIndex(rows, projections.device())));
+  const Tensor features = l2_normalize(index_select(projections, HostIndex(rows, projections.device())));
   return supcon_loss(features, union_labels, anchors, temperature, temperature);
 }
 
-Tensor mixmatch_targets(const Tensor& mode_w, const Tensor& mean_w, const Tensor& mean_s,
+Tensor mixmatch_targets(const std::vector<int64_t>& mode_w, const Tensor& mean_w, const Tensor& mean_s,
                         const std::vector<uint8_t>& is_high, double tau_u) {
   const char* op = "mixmatch_targets";
   check_matrix(op, mean_w, "mean_w");
   check_same_dtype_device(op, mean_w, mean_s);
   const int64_t n = mean_w.size(0), k = mean_w.size(1);
-  check(mean_s.shape() == mean_w.shape() && mode_w.defined() && mode_w.dim() == 1 && mode_w.numel() == n &&
+  check(mean_s.shape() == mean_w.shape() && static_cast<int64_t>(mode_w.size()) == n &&
             static_cast<int64_t>(is_high.size()) == n,
-        op, ": expected mode_w [n], mean_w and mean_s [n, K] and n flags, got ", describe(mode_w), ", ", mean_w.str(),
-        ", ", mean_s.str(), " and ", is_high.size(), " flags");
+        op, ": expected n modes, mean_w and mean_s [n, K] and n flags, got ", mode_w.size(), " modes, ",
+        mean_w.str(), ", ", mean_s.str(), " and ", is_high.size(), " flags");
   std::vector<int64_t> high, medium;
   split_rows(op, is_high, high, medium);
   const Device device = mean_w.device();
   std::vector<Tensor> parts;  // the high rows' targets, then the medium rows'
-  if (!high.empty()) parts.push_back(one_hot(index_select(mode_w, RowIndex(high, device)), k, mean_w.dtype()));
+  if (!high.empty()) {
+    std::vector<int64_t> high_modes;
+    for (int64_t row : high) high_modes.push_back(mode_w[static_cast<size_t>(row)]);
+    parts.push_back(one_hot(HostIndex(high_modes, device), k, mean_w.dtype()));
+  }
   if (!medium.empty()) {
-    const RowIndex rows(medium, device);
+    const HostIndex rows(medium, device);
     parts.push_back(sharpen((index_select(mean_w, rows) + index_select(mean_s, rows)) / 2.0, tau_u));
   }
   if (parts.empty()) return empty({0, k}, mean_w.dtype(), device);
@@ -87,7 +91,7 @@ Tensor mixmatch_targets(const Tensor& mode_w, const Tensor& mean_w, const Tensor
   for (size_t j = 0; j < high.size(); ++j) place[static_cast<size_t>(high[j])] = static_cast<int64_t>(j);
   for (size_t j = 0; j < medium.size(); ++j)
     place[static_cast<size_t>(medium[j])] = static_cast<int64_t>(high.size() + j);
-  return index_select(parts.size() == 1 ? parts[0] : concat(parts, 0), RowIndex(place, device));
+  return index_select(parts.size() == 1 ? parts[0] : concat(parts, 0), HostIndex(place, device));
 }
 
 MixPlan draw_mix_plan(int64_t n, RandomStream& stream, double alpha) {
@@ -104,7 +108,7 @@ Tensor mix(const Tensor& x, const MixPlan& plan) {
         "mix: x must have one row per permutation entry (", plan.permutation.size(), "), got ", describe(x));
   check(plan.delta >= 0.5 && plan.delta <= 1.0, "mix: delta must lie in [0.5, 1], got ", plan.delta);
   check_floating("mix", x);
-  return x * plan.delta + index_select(x, RowIndex(plan.permutation, x.device())) * (1.0 - plan.delta);
+  return x * plan.delta + index_select(x, HostIndex(plan.permutation, x.device())) * (1.0 - plan.delta);
 }
 
 Tensor semi_loss(const Tensor& mixed_logits, const Tensor& mixed_targets, const std::vector<uint8_t>& is_high,
@@ -120,13 +124,13 @@ Tensor semi_loss(const Tensor& mixed_logits, const Tensor& mixed_targets, const 
   const Device device = mixed_logits.device();
   Tensor loss = zeros({}, mixed_logits.dtype(), device);
   if (!high.empty()) {
-    const RowIndex rows(high, device);
+    const HostIndex rows(high, device);
     loss =
         loss + cross_entropy_soft(index_select(mixed_logits, rows) / student_temp, index_select(mixed_targets, rows));
   }
   if (!medium.empty()) {
     // mse_loss averages over |M|·K elements; ×K leaves the squared L2 norm averaged over rows.
-    const RowIndex rows(medium, device);
+    const HostIndex rows(medium, device);
     const Tensor probs = softmax(index_select(mixed_logits, rows) / student_temp);
     loss = loss + mse_loss(probs, index_select(mixed_targets, rows)) * static_cast<double>(mixed_logits.size(1));
   }

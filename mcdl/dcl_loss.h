@@ -26,9 +26,10 @@ Tensor dcl_sup_loss(const Tensor& projections, const std::vector<int64_t>& label
                     double temperature = 0.04);
 
 // The MixMatch targets of X = H ∪ M in X's order: one_hot(mode_w) for a high row,
-// sharpen((mean_w + mean_s)/2, tau_u) for a medium row. mode_w i64 [n], mean_w and mean_s
-// [n, K] (the banks' mean predictions), is_high [n]; the result has mean_w's dtype and device.
-Tensor mixmatch_targets(const Tensor& mode_w, const Tensor& mean_w, const Tensor& mean_s,
+// sharpen((mean_w + mean_s)/2, tau_u) for a medium row. mode_w [n] (the weak bank's modes, on
+// the host: checked there, so no read-back), mean_w and mean_s [n, K] (the banks' mean
+// predictions), is_high [n]; the result has mean_w's dtype and device.
+Tensor mixmatch_targets(const std::vector<int64_t>& mode_w, const Tensor& mean_w, const Tensor& mean_s,
                         const std::vector<uint8_t>& is_high, double tau_u = 0.7);
 
 // One MixMatch draw for a batch of n mixed samples: δ ~ Beta(alpha, alpha), delta = δ' =

@@ -69,7 +69,7 @@ GcdLossTerms gcd_loss(const Tensor& outputs, const std::vector<int64_t>& labels,
   } else {
     std::vector<int64_t> anchors(rows.size());
     for (size_t k = 0; k < anchors.size(); ++k) anchors[k] = static_cast<int64_t>(k);
-    t.supcon = supcon_loss(index_select(z, RowIndex(rows, z.device())), row_labels, anchors, 0.07, 0.07);
+    t.supcon = supcon_loss(index_select(z, HostIndex(rows, z.device())), row_labels, anchors, 0.07, 0.07);
   }
   t.total = (1 - sup_weight) * t.contrastive + sup_weight * t.supcon;
   return t;

@@ -63,8 +63,8 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
       slots.push_back(bank_index[static_cast<size_t>(i)]);
     }
   if (rows.empty()) return terms;
-  const RowIndex rows_t(rows, device);
-  const RowIndex slots_t(slots, device);  // checked on the host by the banks
+  const HostIndex rows_t(rows, device);
+  const HostIndex slots_t(slots, device);  // checked on the host by the banks
 
   // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
   Tensor weak_probs, strong_probs;
@@ -108,24 +108,25 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   if (mcdl_loss_enabled(config_, "semi") && (!high.empty() || !medium.empty())) {
     std::vector<int64_t> x_unlabelled = high;  // positions among the unlabelled rows
     x_unlabelled.insert(x_unlabelled.end(), medium.begin(), medium.end());
-    std::vector<int64_t> x_rows, x_slots;
+    std::vector<int64_t> x_rows, x_slots, x_modes;
     std::vector<uint8_t> x_is_high;
     for (size_t i = 0; i < x_unlabelled.size(); ++i) {
       x_rows.push_back(rows[static_cast<size_t>(x_unlabelled[i])]);
       x_slots.push_back(slots[static_cast<size_t>(x_unlabelled[i])]);
+      x_modes.push_back(mode_w[static_cast<size_t>(x_unlabelled[i])]);
       x_is_high.push_back(i < high.size() ? 1 : 0);
     }
-    const RowIndex x_slots_t(x_slots, device);
+    const HostIndex x_slots_t(x_slots, device);
     Tensor targets;
     {
       NoGradGuard no_grad;
-      targets = mixmatch_targets(index_select(weak_c.mode, RowIndex(x_unlabelled, device)),
+      targets = mixmatch_targets(x_modes,
                                  bank_weak.mean_probs(x_slots_t), bank_strong.mean_probs(x_slots_t), x_is_high,
                                  config_.tau_u);
     }
     RandomStream stream(config_.seed, stream_id("mixmatch", {epoch, iteration}));
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, config_.mix_alpha);
-    const Tensor mixed_images = mix(index_select(weak1, RowIndex(x_rows, device)), plan);
+    const Tensor mixed_images = mix(index_select(weak1, HostIndex(x_rows, device)), plan);
     const Tensor mixed_targets = mix(targets, plan);
     const Tensor mixed_logits = profiled(device, "forward", [&] { return logits_of(mixed_images); });
     terms.semi = semi_loss(mixed_logits, mixed_targets, x_is_high, temp);
@@ -142,7 +143,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   for (size_t i = 0; i < confidence.size(); ++i)
     if (confidence[i] >= config_.self_threshold) confident.push_back(static_cast<int64_t>(i));
   if (confident.empty()) return terms;
-  const RowIndex confident_t(confident, device);
+  const HostIndex confident_t(confident, device);
   terms.self = self_loss(index_select(weak_probs, confident_t),
                          index_select(index_select(strong_logits, rows_t), confident_t), config_.tau_u, temp) *
                (static_cast<double>(confident.size()) / static_cast<double>(rows.size()));
@@ -155,7 +156,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
   const auto [weak_c, buckets, high, medium, mode_w] =
-      bucket_samples(bank_weak, bank_strong, RowIndex(every_sample(n), bank_weak.device()), mu);
+      bucket_samples(bank_weak, bank_strong, HostIndex(every_sample(n), bank_weak.device()), mu);
   report.counts = count_buckets(buckets);
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
@@ -177,7 +178,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   report.high_accuracy = accuracy(high, high_pseudo, report.known_high);
   std::vector<int64_t> medium_pseudo;
   if (!medium.empty()) {
-    const RowIndex idx(medium, bank_weak.device());
+    const HostIndex idx(medium, bank_weak.device());
     const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
     medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
   }

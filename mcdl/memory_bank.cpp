@@ -33,7 +33,7 @@ void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const
          " at position ", bad, " is out of range for a bank of ", num_samples_, " samples");
 }
 
-void MemoryBank::check_samples(const char* op, const RowIndex& sample_index) const {
+void MemoryBank::check_samples(const char* op, const HostIndex& sample_index) const {
   check(sample_index.tensor().device() == device_, op, ": sample_index must be on ", device_, ", got ",
         sample_index.tensor());
   const int64_t bad = sample_index.first_outside(num_samples_);
@@ -47,17 +47,17 @@ void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
   write(sample_index, probs);
 }
 
-void MemoryBank::update(const RowIndex& sample_index, const Tensor& probs) {
+void MemoryBank::update(const HostIndex& sample_index, const Tensor& probs) {
   check_samples("MemoryBank.update", sample_index);
   write(sample_index.tensor(), probs);
 }
 
-Consistency MemoryBank::consistency(const RowIndex& sample_index) const {
+Consistency MemoryBank::consistency(const HostIndex& sample_index) const {
   check_samples("MemoryBank.consistency", sample_index);
   return bank_consistency(rings_, sample_index.tensor());
 }
 
-Tensor MemoryBank::mean_probs(const RowIndex& sample_index) const {
+Tensor MemoryBank::mean_probs(const HostIndex& sample_index) const {
   check_samples("MemoryBank.mean_probs", sample_index);
   return bank_mean_probs(rings_, sample_index.tensor());
 }

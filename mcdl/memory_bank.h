@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "engine/ops/indexing.h"  // RowIndex
+#include "engine/ops/indexing.h"  // HostIndex
 #include "engine/ops/method.h"    // BankRings, Consistency
 #include "engine/tensor.h"
 
@@ -35,9 +35,9 @@ class MemoryBank {
 
   // The same on positions made on the host (a batch's slots): checked there, with no device-side
   // check to read back.
-  void update(const RowIndex& sample_index, const Tensor& probs);
-  Consistency consistency(const RowIndex& sample_index) const;
-  Tensor mean_probs(const RowIndex& sample_index) const;
+  void update(const HostIndex& sample_index, const Tensor& probs);
+  Consistency consistency(const HostIndex& sample_index) const;
+  Tensor mean_probs(const HostIndex& sample_index) const;
 
   // The whole state for a checkpoint: "classes" i32 [N, μ], "probs" f32 [N, μ, K],
   // "position" i64 [N] (the next slot written), "filled" i64 [N]. The tensors are the bank's
@@ -50,7 +50,7 @@ class MemoryBank {
 
  private:
   void check_samples(const char* op, const Tensor& sample_index) const;
-  void check_samples(const char* op, const RowIndex& sample_index) const;
+  void check_samples(const char* op, const HostIndex& sample_index) const;
   void write(const Tensor& sample_index, const Tensor& probs);
 
   int64_t num_samples_, num_classes_, mu_;

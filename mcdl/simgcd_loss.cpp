@@ -14,10 +14,6 @@ namespace {
 // softmax over the other columns equals the one with the column dropped, as in SimGCD.
 constexpr double masked_logit = -1e9;
 
-Tensor index_tensor(const std::vector<int64_t>& rows, Device device) {
-  return from_vector<int64_t>(rows, {static_cast<int64_t>(rows.size())}, device);
-}
-
 // [rows.size(), n] of zeros with masked_logit at (k, columns[k]).
 Tensor self_mask(const std::vector<int64_t>& columns, int64_t n, DType dtype, Device device) {
   const int64_t rows = static_cast<int64_t>(columns.size());
@@ -77,7 +73,7 @@ Tensor info_nce_loss(const Tensor& projections, double temperature) {
   }
   const Tensor similarity = matmul(features, transpose(features, 0, 1)) / temperature;
   const Tensor logits = similarity + self_mask(rows, n, projections.dtype(), projections.device());
-  return cross_entropy(logits, index_tensor(positives, projections.device()));
+  return cross_entropy(logits, HostIndex(positives, projections.device()));
 }
 
 Tensor supcon_loss(const Tensor& features, const std::vector<int64_t>& labels, const std::vector<int64_t>& anchors,
@@ -104,7 +100,7 @@ Tensor supcon_loss(const Tensor& features, const std::vector<int64_t>& labels, c
     for (int64_t p : positives) weights[static_cast<size_t>(k * n + p)] = 1.0 / static_cast<double>(positives.size());
   }
   const Device device = features.device();
-  const Tensor anchor_features = index_select(features, RowIndex(anchors, device));
+  const Tensor anchor_features = index_select(features, HostIndex(anchors, device));
   const Tensor logits = matmul(anchor_features, transpose(features, 0, 1)) / temperature +
                         self_mask(anchors, n, features.dtype(), device);
   const Tensor targets = from_vector<double>(weights, {count, n}).to(features.dtype()).to(device);
@@ -143,8 +139,8 @@ SimGCDLossTerms simgcd_loss(const Tensor& logits, const Tensor& projections, con
     t.cls = zeros({}, logits.dtype(), device);
     t.supcon = zeros({}, logits.dtype(), device);
   } else {
-    const RowIndex rows(lab_rows, device);
-    t.cls = cross_entropy(index_select(logits, rows) / config.student_temp, index_tensor(lab_labels, device));
+    const HostIndex rows(lab_rows, device);
+    t.cls = cross_entropy(index_select(logits, rows) / config.student_temp, HostIndex(lab_labels, device));
     std::vector<int64_t> every_row(lab_rows.size());
     for (size_t k = 0; k < every_row.size(); ++k) every_row[k] = static_cast<int64_t>(k);
     t.supcon = supcon_loss(l2_normalize(index_select(projections, rows)), lab_labels, every_row, config.supcon_temp,

@@ -180,17 +180,17 @@ Tensor index_select(const Tensor& x, const Tensor& indices) {
   return gather_checked_rows(x, indices, nullptr);
 }
 
-RowIndex::RowIndex(std::vector<int64_t> rows, Device device)
-    : host_(std::make_shared<const std::vector<int64_t>>(std::move(rows))),
+HostIndex::HostIndex(std::vector<int64_t> values, Device device)
+    : host_(std::make_shared<const std::vector<int64_t>>(std::move(values))),
       tensor_(from_vector(*host_, {static_cast<int64_t>(host_->size())}, device)) {}
 
-int64_t RowIndex::first_outside(int64_t bound) const {
+int64_t HostIndex::first_outside(int64_t bound) const {
   for (size_t i = 0; i < host_->size(); ++i)
     if ((*host_)[i] < 0 || (*host_)[i] >= bound) return static_cast<int64_t>(i);
   return -1;
 }
 
-Tensor index_select(const Tensor& x, const RowIndex& index) {
+Tensor index_select(const Tensor& x, const HostIndex& index) {
   check_defined("index_select", x, "x");
   check(x.dim() >= 1, "index_select: x must have at least one dimension, got ", x);
   check(index.tensor().device() == x.device(), "index_select: device mismatch between ", x, " and indices ",
@@ -215,21 +215,39 @@ Tensor masked_select_rows(const Tensor& x, const Tensor& mask) {
   return select_masked_rows("masked_select_rows", x, mask, x.size(0), Shape(x.shape().begin() + 1, x.shape().end()));
 }
 
-Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype) {
-  check(classes.defined() && classes.dtype() == DType::i64 && classes.dim() == 1,
-        "one_hot: classes must be i64 [n], got ", classes);
-  check(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
+namespace {
+
+// one_hot once the classes are known to lie in [0, num_classes).
+Tensor one_hot_checked(const Tensor& classes, int64_t num_classes, DType dtype) {
   const int64_t n = classes.numel();
   Tensor out = empty({n, num_classes}, dtype, classes.device());
   dispatch_floating(dtype, "one_hot", [&](auto zero) {
     using T = decltype(zero);
-    const int64_t bad = first_invalid_index(classes, num_classes);
-    if (bad >= 0)
-      fail("one_hot: class ", view_of(classes, {1}, classes.storage_offset() + bad).item(), " at position ", bad,
-           " is outside [0, ", num_classes, ")");
     on_device(classes.device(), [&](auto k) { k.one_hot(classes.ptr<int64_t>(), n, num_classes, out.ptr<T>()); });
   });
   return out;
+}
+
+}  // namespace
+
+Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype) {
+  check(classes.defined() && classes.dtype() == DType::i64 && classes.dim() == 1,
+        "one_hot: classes must be i64 [n], got ", classes);
+  check(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
+  const int64_t bad = first_invalid_index(classes, num_classes);
+  if (bad >= 0)
+    fail("one_hot: class ", view_of(classes, {1}, classes.storage_offset() + bad).item(), " at position ", bad,
+         " is outside [0, ", num_classes, ")");
+  return one_hot_checked(classes, num_classes, dtype);
+}
+
+Tensor one_hot(const HostIndex& classes, int64_t num_classes, DType dtype) {
+  check(num_classes > 0, "one_hot: num_classes must be positive, got ", num_classes);
+  const int64_t bad = classes.first_outside(num_classes);
+  if (bad >= 0)
+    fail("one_hot: class ", classes.host()[static_cast<size_t>(bad)], " at position ", bad, " is outside [0, ",
+         num_classes, ")");
+  return one_hot_checked(classes.tensor(), num_classes, dtype);
 }
 
 }  // namespace mcdl

@@ -15,13 +15,14 @@ namespace mcdl {
 // Repeated indices are allowed; their gradients add up.
 Tensor index_select(const Tensor& x, const Tensor& indices);
 
-// Positions made on the host (rows to select, a batch's bank slots), kept there and uploaded
-// once. Their users check the range on the host: index_select on a RowIndex, and its gradient's
-// grouping, read nothing back from the device, where an index tensor needs two read-backs (its
-// range check and the grouping).
-class RowIndex {
+// Indices made on the host (rows to select, a batch's bank slots, class targets), kept there and
+// uploaded once. Their users check the range on the host: index_select, one_hot and cross_entropy
+// on a HostIndex, and index_select's gradient grouping, read nothing back from the device, where
+// an index tensor needs a read-back for its range check (and index_select a second one for the
+// grouping).
+class HostIndex {
  public:
-  RowIndex(std::vector<int64_t> rows, Device device);
+  HostIndex(std::vector<int64_t> values, Device device);
   const std::vector<int64_t>& host() const { return *host_; }
   // The same values, shared: what a gradient keeps without copying them.
   std::shared_ptr<const std::vector<int64_t>> host_data() const { return host_; }
@@ -34,7 +35,7 @@ class RowIndex {
   std::shared_ptr<const std::vector<int64_t>> host_;  // shared with the gradients that read it
   Tensor tensor_;
 };
-Tensor index_select(const Tensor& x, const RowIndex& index);
+Tensor index_select(const Tensor& x, const HostIndex& index);
 
 // The elements of x where mask (u8, x's shape, values 0 or 1) is 1, in row-major order, as
 // a 1-D tensor.
@@ -50,5 +51,6 @@ int64_t first_invalid_index(const Tensor& indices, int64_t rows);
 // out[i, c] = 1 where classes[i] == c, else 0: classes i64 [n] in [0, num_classes), any device;
 // the result [n, num_classes] of `dtype` (f32 or f64) on that device. Not differentiable.
 Tensor one_hot(const Tensor& classes, int64_t num_classes, DType dtype = DType::f32);
+Tensor one_hot(const HostIndex& classes, int64_t num_classes, DType dtype = DType::f32);
 
 }  // namespace mcdl

@@ -3,6 +3,7 @@
 #include "engine/autograd.h"
 #include "engine/backend.h"
 #include "engine/dispatch.h"
+#include "engine/ops/indexing.h"  // HostIndex
 
 namespace mcdl {
 namespace {
@@ -15,15 +16,18 @@ void check_logits(const char* op, const Tensor& logits) {
         " are empty; the mean over no samples is undefined");
 }
 
+[[noreturn]] void fail_target_range(int64_t target, int64_t position, int64_t classes) {
+  fail("cross_entropy: target ", target, " at position ", position, " is out of range for ", classes, " classes [0, ",
+       classes, ")");
+}
+
 // Throws on the first target outside [0, classes), naming its value and position. Reads the
 // targets on the host (CUDA targets are copied there first, before any kernel runs).
 template <class Index>
 void check_target_range(const Tensor& targets, int64_t classes) {
   const Index* t = targets.data<Index>();
-  for (int64_t n = 0; n < targets.numel(); ++n) {
-    check(t[n] >= 0 && t[n] < classes, "cross_entropy: target ", static_cast<int64_t>(t[n]), " at position ", n,
-          " is out of range for ", classes, " classes [0, ", classes, ")");
-  }
+  for (int64_t n = 0; n < targets.numel(); ++n)
+    if (t[n] < 0 || t[n] >= classes) fail_target_range(t[n], n, classes);
 }
 
 // Calls f(Index{}) with the targets' integer type.
@@ -44,20 +48,20 @@ T* grad_or_null(GradSink& sink, size_t input, GradMode& mode) {
 // Scratch for a loss forward's per-row terms or partial sums (none on the CPU).
 Tensor loss_scratch(const Tensor& like, int64_t count) { return empty({count}, like.dtype(), like.device()); }
 
-}  // namespace
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
-  check_logits("cross_entropy", logits);
-  check_defined("cross_entropy", targets, "targets");
-  const int64_t rows = logits.size(0), classes = logits.size(1);
-  check(targets.shape() == Shape{rows}, "cross_entropy: targets ", targets, " do not match logits ",
-        logits, " (expected [", rows, "])");
+// The targets' shape [N] and device against logits [N, C].
+void check_targets(const Tensor& logits, const Tensor& targets) {
+  check(targets.shape() == Shape{logits.size(0)}, "cross_entropy: targets ", targets, " do not match logits ", logits,
+        " (expected [", logits.size(0), "])");
   check(targets.device() == logits.device(), "cross_entropy: device mismatch between ", logits, " and ", targets);
+}
+
+// cross_entropy once the targets are known to lie in [0, C).
+Tensor cross_entropy_checked(const Tensor& logits, const Tensor& targets) {
+  const int64_t rows = logits.size(0), classes = logits.size(1);
   Tensor out = empty({}, logits.dtype(), logits.device());
   Tensor lse = empty({rows}, logits.dtype(), logits.device());
   dispatch_index(targets, [&](auto index_zero) {
     using Index = decltype(index_zero);
-    check_target_range<Index>(targets.to(Device::cpu()), classes);
     dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
       using T = decltype(zero);
       on_device(logits.device(), [&](auto k) {
@@ -83,6 +87,26 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     });
   });
   return out;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  check_logits("cross_entropy", logits);
+  check_defined("cross_entropy", targets, "targets");
+  check_targets(logits, targets);
+  dispatch_index(targets, [&](auto index_zero) {
+    check_target_range<decltype(index_zero)>(targets.to(Device::cpu()), logits.size(1));
+  });
+  return cross_entropy_checked(logits, targets);
+}
+
+Tensor cross_entropy(const Tensor& logits, const HostIndex& targets) {
+  check_logits("cross_entropy", logits);
+  check_targets(logits, targets.tensor());
+  const int64_t bad = targets.first_outside(logits.size(1));
+  if (bad >= 0) fail_target_range(targets.host()[static_cast<size_t>(bad)], bad, logits.size(1));
+  return cross_entropy_checked(logits, targets.tensor());
 }
 
 Tensor cross_entropy_soft(const Tensor& logits, const Tensor& target_probs) {

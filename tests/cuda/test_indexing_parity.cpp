@@ -44,11 +44,11 @@ TEST_CASE("cuda parity: index_select with repeated indices") {
       [](auto& t) { return concat({index_select(t[0], t[1]), index_select(t[0], t[2])}, 0); },
       {leaf({197, 64}, 8), repeated_indices(50, 197, 9), repeated_indices(70, 197, 10, DType::i32)}, 0, 0);
   check_cuda_parity("index_select f64", select, {leaf({197, 3}, 11, DType::f64), repeated_indices(300, 197, 12)}, 0, 0);
-  // Rows known on the host (RowIndex): no read-back, the same gather and gradient.
+  // Rows known on the host (HostIndex): no read-back, the same gather and gradient.
   const auto select_host_rows = [](const std::vector<Tensor>& t) {
-    return index_select(t[0], RowIndex(t[1].to(Device::cpu()).to_vector<int64_t>(), t[0].device()));
+    return index_select(t[0], HostIndex(t[1].to(Device::cpu()).to_vector<int64_t>(), t[0].device()));
   };
-  check_cuda_parity("index_select RowIndex", select_host_rows, {x, repeated_indices(300, 197, 13)}, 0, 0);
+  check_cuda_parity("index_select HostIndex", select_host_rows, {x, repeated_indices(300, 197, 13)}, 0, 0);
 }
 
 TEST_CASE("cuda parity: masked_select and masked_select_rows") {

@@ -40,20 +40,20 @@ TEST_CASE("index_select: gradients") {
   check_op("index_select i32", [&](auto& t) { return index_select(t[0], i32); }, {leaf({3}, 2)});
 }
 
-TEST_CASE("index_select on a RowIndex: the values and gradients of the index tensor, checked on the host") {
+TEST_CASE("index_select on a HostIndex: the values and gradients of the index tensor, checked on the host") {
   const std::vector<int64_t> rows = {4, 0, 4, 2, 4};
-  check_op("index_select RowIndex", [&](auto& t) { return index_select(t[0], RowIndex(rows, t[0].device())); },
+  check_op("index_select HostIndex", [&](auto& t) { return index_select(t[0], HostIndex(rows, t[0].device())); },
            {leaf({5, 3, 2}, 1)});
   Tensor a = zeros({5, 2}, DType::f64).set_requires_grad(true), b = zeros({5, 2}, DType::f64).set_requires_grad(true);
   const Tensor grad = from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2});
-  run_backward(index_select(a, RowIndex(rows, Device::cpu())), grad, false);
+  run_backward(index_select(a, HostIndex(rows, Device::cpu())), grad, false);
   run_backward(index_select(b, from_vector(rows, {5})), grad, false);
   CHECK(a.grad().to_vector<double>() == std::vector<double>{3, 4, 0, 0, 7, 8, 0, 0, 15, 18});
   CHECK(a.grad().to_vector<double>() == b.grad().to_vector<double>());
-  CHECK(RowIndex(rows, Device::cpu()).tensor().to_vector<int64_t>() == rows);
-  CHECK_THROWS_WITH(index_select(zeros({3, 2}, DType::f64), RowIndex({0, 3}, Device::cpu())),
+  CHECK(HostIndex(rows, Device::cpu()).tensor().to_vector<int64_t>() == rows);
+  CHECK_THROWS_WITH(index_select(zeros({3, 2}, DType::f64), HostIndex({0, 3}, Device::cpu())),
                     doctest::Contains("index_select: index 3 at position 1 is out of range for 3 rows of f64[3, 2]"));
-  CHECK(index_select(zeros({3, 2}), RowIndex({}, Device::cpu())).shape() == Shape{0, 2});
+  CHECK(index_select(zeros({3, 2}), HostIndex({}, Device::cpu())).shape() == Shape{0, 2});
 }
 
 TEST_CASE("index_select: errors name the index, its position and N") {

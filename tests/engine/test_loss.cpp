@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/ops/indexing.h"
 #include "engine/ops/loss.h"
 #include "tests/gradcheck.h"
 
@@ -33,6 +34,19 @@ TEST_CASE("cross_entropy: gradients, including logits of ±50") {
   check_op("cross_entropy", f, {leaf({5, 4}, 1, -3, 3), from_vector<int64_t>({0, 3, 1, 1, 2}, {5})});
   check_op("cross_entropy i32", f, {leaf({3, 6}, 2, -3, 3), from_vector<int32_t>({5, 0, 2}, {3})});
   check_op("cross_entropy large", f, {leaf({4, 3}, 3, -50, 50), from_vector<int64_t>({0, 1, 2, 0}, {4})});
+}
+
+TEST_CASE("cross_entropy on targets made on the host: the same loss and gradient, the range checked there") {
+  const std::vector<int64_t> targets{0, 3, 1, 1, 2};
+  auto f = [&](auto& x) { return cross_entropy(x[0], HostIndex(targets, x[0].device())); };
+  check_op("cross_entropy, host targets", f, {leaf({5, 4}, 4, -3, 3)});
+  const Tensor logits = leaf({5, 4}, 5, -3, 3);
+  const Tensor from_host = cross_entropy(logits, HostIndex(targets, Device::cpu()));
+  CHECK(from_host.item() == cross_entropy(logits, from_vector<int64_t>(targets, {5})).item());
+  CHECK_THROWS_WITH(cross_entropy(zeros({2, 3}, DType::f64), HostIndex({0, 3}, Device::cpu())),
+                    doctest::Contains("cross_entropy: target 3 at position 1 is out of range for 3 classes"));
+  CHECK_THROWS_WITH(cross_entropy(zeros({2, 3}, DType::f64), HostIndex({0, 1, 2}, Device::cpu())),
+                    doctest::Contains("cross_entropy: targets i64[3] cpu do not match logits f64[2, 3] cpu"));
 }
 
 TEST_CASE("cross_entropy: the loss over many rows does not depend on the thread count") {

@@ -65,14 +65,16 @@ TEST_CASE("dcl loss: sharpening matches PyTorch and has gradients") {
 TEST_CASE("dcl loss: MixMatch targets (one-hot for H, sharpened bank means for M) match PyTorch") {
   const LossFixture& f = dcl_fixture();
   const Tensor targets =
-      mixmatch_targets(f["targets.mode_w"], f["targets.mean_w"], f["targets.mean_s"], f.flags("targets.is_high"), 0.7);
+      mixmatch_targets(f["targets.mode_w"].to_vector<int64_t>(), f["targets.mean_w"], f["targets.mean_s"], f.flags("targets.is_high"), 0.7);
   check_matches_fixture("targets", f["targets.out"], targets, 1e-7, 1e-5);
   // All high, all medium, none.
-  const Tensor mode = from_vector<int64_t>({2, 0}, {2});
+  const std::vector<int64_t> mode{2, 0};
   const Tensor mw = random_probs({2, 3}, 5), ms = random_probs({2, 3}, 6);
   CHECK(mixmatch_targets(mode, mw, ms, {1, 1}).to_vector<double>() == std::vector<double>{0, 0, 1, 1, 0, 0});
   check_close("all medium", sharpen((mw + ms) / 2.0, 0.7), mixmatch_targets(mode, mw, ms, {0, 0}), 1e-15, 0);
-  CHECK(mixmatch_targets(zeros({0}, DType::i64), zeros({0, 3}), zeros({0, 3}), {}).shape() == Shape{0, 3});
+  CHECK(mixmatch_targets({}, zeros({0, 3}), zeros({0, 3}), {}).shape() == Shape{0, 3});
+  // A mode outside [0, K) is caught on the host.
+  CHECK_THROWS_WITH(mixmatch_targets({3, 0}, mw, ms, {1, 0}), doctest::Contains("one_hot: class 3 at position 0"));
 }
 
 TEST_CASE("dcl loss: one_hot values, errors and CUDA parity") {
@@ -89,6 +91,13 @@ TEST_CASE("dcl loss: one_hot values, errors and CUDA parity") {
   for (DType dtype : {DType::f32, DType::f64})
     check_cuda_forward_parity("one_hot", [dtype](auto& x) { return one_hot(x[0], 101, dtype); },
                               {from_vector<int64_t>(many, {197})});
+  // Classes made on the host: the same values, the range checked there.
+  CHECK(one_hot(HostIndex({2, 0, 2}, Device::cpu()), 3, DType::f64).to_vector<double>() ==
+        one_hot(classes, 3, DType::f64).to_vector<double>());
+  CHECK(one_hot(HostIndex(many, Device::cuda()), 101).to(Device::cpu()).to_vector<float>() ==
+        one_hot(from_vector<int64_t>(many, {197}), 101).to_vector<float>());
+  CHECK_THROWS_WITH(one_hot(HostIndex({0, 5}, Device::cuda()), 5),
+                    doctest::Contains("one_hot: class 5 at position 1 is outside [0, 5)"));
 }
 
 TEST_CASE("dcl loss: mixing images and targets with a plan matches PyTorch") {
@@ -177,9 +186,9 @@ TEST_CASE("dcl loss: the same values and gradients on the CUDA device") {
   check_cuda_forward_parity(
       "mixmatch targets",
       [](auto& x) {
-        return mixmatch_targets(x[0], x[1], x[2], {1, 0, 0, 1, 0});
+        return mixmatch_targets({3, 0, 6, 2, 1}, x[0], x[1], {1, 0, 0, 1, 0});
       },
-      {from_vector<int64_t>({3, 0, 6, 2, 1}, {5}), softmax(leaf({5, 7}, 19)).detach(),
+      {softmax(leaf({5, 7}, 19)).detach(),
        softmax(leaf({5, 7}, 20)).detach()},
       1e-6, 1e-5);
   const MixPlan plan{{2, 0, 4, 1, 3}, 0.75};
@@ -196,8 +205,8 @@ TEST_CASE("dcl loss: argument errors name the function and the shapes") {
   CHECK_THROWS_WITH(semi_loss(zeros({2, 4}), zeros({2, 4}), {1, 3}), doctest::Contains("semi_loss: flag 3 at 1"));
   CHECK_THROWS_WITH(self_loss(zeros({2, 4}), zeros({2, 3})), doctest::Contains("self_loss: weak_probs f32[2, 4] cpu"));
   CHECK_THROWS_WITH(sharpen(zeros({2, 4}), 0), doctest::Contains("sharpen: temperature must be positive"));
-  CHECK_THROWS_WITH(mixmatch_targets(zeros({2}, DType::i64), zeros({2, 3}), zeros({3, 3}), {1, 0}),
-                    doctest::Contains("mixmatch_targets: expected mode_w [n]"));
+  CHECK_THROWS_WITH(mixmatch_targets({0, 1}, zeros({2, 3}), zeros({3, 3}), {1, 0}),
+                    doctest::Contains("mixmatch_targets: expected n modes"));
   RandomStream stream(1, 2);
   CHECK_THROWS_WITH(draw_mix_plan(-1, stream), doctest::Contains("draw_mix_plan: expected n >= 0"));
 }

@@ -159,30 +159,30 @@ TEST_CASE("memory bank: argument errors") {
   CHECK_THROWS_WITH(on_device.update(indices({1}), rows_for({0})), doctest::Contains("on cuda:0, got i64[1] cpu"));
 }
 
-TEST_CASE("memory bank: positions made on the host (RowIndex) give the results of checked index tensors") {
+TEST_CASE("memory bank: positions made on the host (HostIndex) give the results of checked index tensors") {
   for (Device device : {Device::cpu(), Device::cuda()}) {
     CAPTURE(device.str());
     MemoryBank by_tensor(4, 3, 2, device), by_rows(4, 3, 2, device);
     by_tensor.update(indices({0, 3, 0}, device), rows_for({1, 2, 1}, device));
-    by_rows.update(RowIndex({0, 3, 0}, device), rows_for({1, 2, 1}, device));
+    by_rows.update(HostIndex({0, 3, 0}, device), rows_for({1, 2, 1}, device));
     for (const auto& [name, t] : by_tensor.state()) {
       CAPTURE(name);
       const Tensor a = t.to(Device::cpu()), b = by_rows.state().at(name).to(Device::cpu());
       REQUIRE(a.nbytes() == b.nbytes());
       CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
     }
-    const RowIndex all({0, 1, 2, 3}, device);
+    const HostIndex all({0, 1, 2, 3}, device);
     CHECK(by_rows.consistency(all).mode.to_vector<int64_t>() ==
           by_tensor.consistency(indices({0, 1, 2, 3}, device)).mode.to_vector<int64_t>());
     CHECK(by_rows.mean_probs(all).to_vector<float>() == by_tensor.mean_probs(indices({0, 1, 2, 3}, device)).to_vector<float>());
 
-    CHECK_THROWS_WITH(by_rows.update(RowIndex({1, 4}, device), rows_for({0, 1}, device)),
+    CHECK_THROWS_WITH(by_rows.update(HostIndex({1, 4}, device), rows_for({0, 1}, device)),
                       doctest::Contains("MemoryBank.update: sample index 4 at position 1 is out of range for a bank of 4"));
-    CHECK_THROWS_WITH(by_rows.consistency(RowIndex({-1}, device)),
+    CHECK_THROWS_WITH(by_rows.consistency(HostIndex({-1}, device)),
                       doctest::Contains("MemoryBank.consistency: sample index -1 at position 0"));
   }
   MemoryBank on_device(4, 3, 4, Device::cuda());
-  CHECK_THROWS_WITH(on_device.mean_probs(RowIndex({1}, Device::cpu())),
+  CHECK_THROWS_WITH(on_device.mean_probs(HostIndex({1}, Device::cpu())),
                     doctest::Contains("MemoryBank.mean_probs: sample_index must be on cuda:0"));
 }
 
