@@ -146,13 +146,6 @@ void device_free(void* pointer) {
   if (pointer) MCDL_CUDA_CHECK(cudaFreeAsync(pointer, engine_stream()));
 }
 
-void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes) {
-  if (bytes == 0) return;
-  MCDL_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, engine_stream()));
-  // The host buffer may be freed or reused as soon as we return (pageable memory).
-  MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
-}
-
 void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes) {
   if (bytes == 0) return;
   MCDL_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, engine_stream()));

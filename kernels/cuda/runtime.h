@@ -18,6 +18,9 @@ std::string device_description();
 void* device_alloc(size_t bytes);
 void device_free(void* pointer);
 
+// Returns at once, the host buffer free for reuse: the bytes go through page-locked staging
+// memory (kernels/cuda/upload_staging.cu), and the host waits only when that is full of copies
+// the device has not yet run, or for an upload above 64 MB.
 void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes);
 void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes);  // waits for the data
 void copy_device_to_device(void* dst, const void* src, size_t bytes);

@@ -1,6 +1,7 @@
 // The emulator's stand-in for NVTX: profiler ranges (mcdl::cuda::profile_range_push / _pop in an
 // emulator build) go to an in-memory log while a test records them, so the test can check which
-// ranges a step opens and that every one is closed. Nothing is kept while no test records.
+// ranges a step opens and that every one is closed, and count the emulated runtime's marks (its
+// host waits). Nothing is kept while no test records.
 #pragma once
 #include <mutex>
 #include <string>
@@ -27,6 +28,13 @@ inline void record_range_push(const char* name) {
   if (!log.recording) return;
   log.names.emplace_back(name);
   ++log.open;
+}
+
+// A point event (pushed and popped at once): e.g. the runtime's "host_wait".
+inline void record_mark(const char* name) {
+  detail::RangeLog& log = detail::range_log();
+  const std::lock_guard<std::mutex> lock(log.mutex);
+  if (log.recording) log.names.emplace_back(name);
 }
 
 inline void record_range_pop() {

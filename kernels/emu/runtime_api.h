@@ -12,9 +12,16 @@
 #include <chrono>
 
 #include "kernels/emu/live_objects.h"
+#include "kernels/emu/profile_ranges.h"  // the host waits, as marks
 #include "kernels/emu/vector_types.h"
 
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNoDevice = 100 };
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorNoDevice = 100,
+  cudaErrorNotReady = 600
+};
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -23,6 +30,8 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault = 4
 };
 constexpr unsigned cudaStreamNonBlocking = 1;
+constexpr unsigned cudaEventDisableTiming = 2;
+constexpr unsigned cudaHostAllocDefault = 0;
 
 struct cudaDeviceProp {
   char name[256];
@@ -45,6 +54,7 @@ inline const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorNotReady: return "device not ready";
   }
   return "unknown error";
 }
@@ -54,6 +64,7 @@ inline const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
   }
   return "cudaErrorUnknown";
 }
@@ -84,12 +95,16 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return mcdl::emu::destroy_counted(stream, "streams") ? cudaSuccess : cudaErrorInvalidValue;
 }
+// Each call that makes the host wait for the device is marked "host_wait" in a recording of the
+// profiler ranges: a test counts a training step's waits, which on a GPU stall the host.
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
   mcdl::emu::observe_frees();
+  mcdl::emu::record_mark("host_wait");
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize() {
   mcdl::emu::observe_frees();
+  mcdl::emu::record_mark("host_wait");
   return cudaSuccess;
 }
 
@@ -102,6 +117,7 @@ inline cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = mcdl::emu::make_counted<CUevent_st>("events");
   return cudaSuccess;
 }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return cudaEventCreate(event); }
 inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return mcdl::emu::destroy_counted(event, "events") ? cudaSuccess : cudaErrorInvalidValue;
 }
@@ -111,6 +127,23 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
   mcdl::emu::observe_frees();
+  mcdl::emu::record_mark("host_wait");
+  return cudaSuccess;
+}
+// Recorded work has always finished.
+inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+
+// Page-locked host memory: plain host memory here, counted while it lives.
+inline cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) {
+  *ptr = std::malloc(bytes == 0 ? 1 : bytes);
+  if (!*ptr) return cudaErrorMemoryAllocation;
+  mcdl::emu::count_object("pinned host buffers", 1);
+  return cudaSuccess;
+}
+inline cudaError_t cudaFreeHost(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  std::free(ptr);
+  mcdl::emu::count_object("pinned host buffers", -1);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {

@@ -1,13 +1,14 @@
 // cuda::release_device() through the emulator, which counts what its runtime and libraries hold
 // (kernels/emu/live_objects.h): everything the engine makes on the GPU — the stream, pool
 // blocks, cuBLAS and cuBLASLt handles and descriptors, the cuBLASLt workspace, the cuDNN handle
-// and plans, timing events — is released, and made afresh when used again. On a real GPU the
+// and plans, timing events, the uploads' page-locked staging buffer and events — is released, and made afresh when used again. On a real GPU the
 // same is checked by compute-sanitizer's leak check (make test-gpu-sanitize).
 #include <doctest/doctest.h>
 
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/device.h"
 #include "engine/storage.h"
@@ -28,7 +29,8 @@ std::string describe(const std::map<std::string, int64_t>& counts) {
 }
 
 // One of each GPU object: a cuBLAS product, a cuBLASLt product with its bias fused, a cuDNN
-// patch convolution, and a timing (two events), on tensors that are gone when it returns.
+// patch convolution, a timing (two events) and an upload through the page-locked staging buffer
+// (one event), on tensors that are gone when it returns.
 void use_every_kind_of_object() {
   const Device gpu = Device::cuda();
   const Tensor a = full({8, 16}, 0.5, DType::f32, gpu), b = full({16, 12}, 0.25, DType::f32, gpu),
@@ -45,6 +47,7 @@ void use_every_kind_of_object() {
                                    cuda::GemmMode::fp32));
   CHECK(y.to(Device::cpu()).to_vector<float>()[0] == doctest::Approx(12.0));
   cuda::time_on_device_ms([](void*) {}, nullptr, 2);
+  CHECK(from_vector<float>({1, 2, 3}, {3}, gpu).to_vector<float>() == std::vector<float>{1, 2, 3});
 }
 
 }  // namespace
@@ -72,7 +75,8 @@ TEST_CASE("release_device: every stream, handle, plan, event and pool block the 
     CHECK(made["cudnn descriptors"] >= 2);   // the device and the cached plan's
     CHECK(made["pool blocks in use"] == 1);  // the cuBLASLt workspace
     CHECK(made["pool bytes kept"] > 0);      // the tensors' blocks, kept by the pool for reuse
-    CHECK(made["events"] == 0);              // a timing destroys its own
+    CHECK(made["events"] == 1);              // the upload's (a timing destroys its own)
+    CHECK(made["pinned host buffers"] == 1);  // the staging buffer
 
     release_device_resources();
     INFO("live after release: ", describe(emu::live_object_counts()));

@@ -50,6 +50,13 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
   const auto read_backs = std::count(first_batch, second_batch, "copy_device_to_host");
   MESSAGE("read-backs in one SimGCD + MCDL step: ", read_backs);
   CHECK(read_backs <= 2);
+  // Every wait of the host for the device in that step (the emulated runtime marks each): the
+  // read-backs' own, and none for the uploads (kernels/cuda/upload_staging.cu), which each waited
+  // before they went through page-locked staging memory.
+  const auto waits = std::count(first_batch, second_batch, "host_wait");
+  MESSAGE("host waits in one SimGCD + MCDL step: ", waits, ", uploads: ",
+          std::count(first_batch, second_batch, "copy_host_to_device"));
+  CHECK(waits == read_backs);
   for (const char* phase : {"batch", "forward", "simgcd_losses", "mcdl", "mcdl_banks", "mcdl_buckets", "mcdl_losses",
                             "read_losses", "backward", "optimizer_step", "evaluation", "checkpoint",
                             // and the kernels' own, e.g. the views', the banks' and the optimizer's
