@@ -23,30 +23,51 @@ std::string loss_summary(const MetricsRow& row) {
   return out;
 }
 
-EpochLog::EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names)
+EpochLog::EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names,
+                   Check check)
     : EpochLog("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches,
-               config.batch_size, config.max_iters, config.progress, std::move(names)) {}
+               config.batch_size, config.max_iters, config.progress, std::move(names), std::move(check)) {}
 
 EpochLog::EpochLog(std::string label, int64_t num_batches, int64_t batch_size, int64_t max_iters, bool progress,
-                   std::vector<std::string> names)
+                   std::vector<std::string> names, Check check)
     : names_(std::move(names)),
+      check_(std::move(check)),
       sums_(names_.size(), 0.0),
       num_batches_(num_batches),
       batch_size_(batch_size),
       max_iters_(max_iters),
       bar_(std::move(label), num_batches, progress) {}
 
-bool EpochLog::record(const std::vector<double>& values, int64_t& iterations) {
-  for (size_t t = 0; t < sums_.size() && t < values.size(); ++t) sums_[t] += values[t];
+bool EpochLog::record(const std::vector<Tensor>& terms, int64_t batch, int64_t& iterations) {
+  check(terms.size() == names_.size(), "EpochLog::record: ", terms.size(), " terms for ", names_.size(), " names");
+  for (const Tensor& t : terms) kept_.push_back(t.detach());
+  kept_batches_.push_back(batch);
   ++done_;
   ++iterations;
-  char status[64];
-  std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(done_));
+  if (static_cast<int64_t>(kept_batches_.size()) >= steps_per_read) read_kept();
+  char status[64] = "";  // the running mean of the steps read so far
+  if (read_ > 0) std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(read_));
   bar_.update(done_, done_ * batch_size_, status);
   return max_iters_ <= 0 || iterations < max_iters_;
 }
 
+void EpochLog::read_kept() {
+  if (kept_.empty()) return;
+  const std::vector<double> values = profiled(kept_[0].device(), "read_losses", [&] { return read_scalars(kept_); });
+  const size_t n = names_.size();
+  for (size_t step = 0; step < kept_batches_.size(); ++step) {
+    const std::vector<double> row(values.begin() + static_cast<std::ptrdiff_t>(step * n),
+                                  values.begin() + static_cast<std::ptrdiff_t>((step + 1) * n));
+    if (check_) check_(row, kept_batches_[step]);
+    for (size_t t = 0; t < n; ++t) sums_[t] += row[t];
+    ++read_;
+  }
+  kept_.clear();
+  kept_batches_.clear();
+}
+
 bool EpochLog::finish(MetricsRow& row) {
+  read_kept();
   bar_.finish();
   for (size_t t = 0; t < names_.size(); ++t)
     row.push_back({names_[t], done_ > 0 ? sums_[t] / static_cast<double>(done_) : std::nan("")});
@@ -116,14 +137,20 @@ std::vector<double> read_scalars(const std::vector<Tensor>& scalars) {
   return values;
 }
 
-void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
-                       const RunDirectory& run, int64_t epochs_checkpointed) {
-  if (std::isfinite(value)) return;
-  fail("loss term '", term, "' became ", value, " at epoch ", epoch, ", iteration ", iteration, "; training stopped. ",
-       epochs_checkpointed > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +
-                                     std::to_string(epochs_checkpointed) + "); resume with --resume " + run.path() +
-                                     " after lowering --lr"
-                               : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+EpochLog::Check finite_loss_check(std::vector<std::string> names, std::string total_name, int64_t epoch,
+                                  const RunDirectory& run, int64_t epochs_checkpointed) {
+  return [names = std::move(names), total_name = std::move(total_name), epoch, &run, epochs_checkpointed](
+             const std::vector<double>& values, int64_t iteration) {
+    for (size_t t = 0; t < values.size(); ++t) {
+      if (std::isfinite(values[t])) continue;
+      fail("loss term '", t == 0 ? total_name : names[t], "' became ", values[t], " at epoch ", epoch, ", iteration ",
+           iteration, "; training stopped. ",
+           epochs_checkpointed > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +
+                                         std::to_string(epochs_checkpointed) + "); resume with --resume " +
+                                         run.path() + " after lowering --lr"
+                                   : std::string("No checkpoint was written yet; check the weights and lower --lr"));
+    }
+  };
 }
 
 }  // namespace mcdl

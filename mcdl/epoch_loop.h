@@ -25,24 +25,38 @@ double seconds_since(Clock::time_point start);
 // "name value name value ..." of a metrics row's loss terms (after epoch and lr, before iterations).
 std::string loss_summary(const MetricsRow& row);
 
-// An epoch's running loss terms, its progress bar and the --max-iters budget.
+// An epoch's loss terms, its progress bar and the --max-iters budget. A step's terms stay on their
+// device until they are read with the other steps' in one copy, every steps_per_read steps and at
+// the end of the epoch: a step queues its work without waiting for the device to finish the last
+// one. Each step's values are then checked (`check`, e.g. that they are finite) in step order and
+// added up; a term that went wrong is still named with its step, just found up to 31 steps later.
 class EpochLog {
  public:
+  static constexpr int64_t steps_per_read = 32;
+  // Sees each step's values (one per name) and its batch number, once read.
+  using Check = std::function<void(const std::vector<double>& values, int64_t batch)>;
   // A training run's epoch: the bar reads "epoch 3/100".
-  EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names);
+  EpochLog(const TrainConfig& config, int64_t epoch, int64_t num_batches, std::vector<std::string> names, Check check);
   // Any run's: the bar's label, the images per batch and the run's iteration budget (0: none).
   EpochLog(std::string label, int64_t num_batches, int64_t batch_size, int64_t max_iters, bool progress,
-           std::vector<std::string> names);
-  // After a step: adds the step's values (one per name) and redraws the bar; counts the
-  // iteration in `iterations` (the run's total) and returns false when the budget is spent.
-  bool record(const std::vector<double>& values, int64_t& iterations);
-  // Appends each term's mean and "iterations" to the row; true when every batch ran.
+           std::vector<std::string> names, Check check);
+  // After a step: keeps its terms (0-dim tensors of one dtype on one device, one per name; their
+  // graphs are let go) and redraws the bar; counts the iteration in `iterations` (the run's total)
+  // and returns false when the budget is spent.
+  bool record(const std::vector<Tensor>& terms, int64_t batch, int64_t& iterations);
+  // Reads the steps still kept, then appends each term's mean and "iterations" to the row; true
+  // when every batch ran.
   bool finish(MetricsRow& row);
 
  private:
+  void read_kept();
+
   std::vector<std::string> names_;
+  Check check_;
   std::vector<double> sums_;
-  int64_t done_ = 0, num_batches_, batch_size_, max_iters_;
+  std::vector<Tensor> kept_;       // the terms of the steps not yet read, step after step
+  std::vector<int64_t> kept_batches_;
+  int64_t done_ = 0, read_ = 0, num_batches_, batch_size_, max_iters_;
   ProgressBar bar_;
 };
 
@@ -78,12 +92,13 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
 // step, each a profiler range on a GPU ("backward", "optimizer_step").
 void backward_and_step(const Tensor& loss, Optimizer& optimizer);
 
-// The values of 0-dim tensors (a step's loss terms) on the host, through one device-to-host copy
-// (one synchronisation on a GPU instead of one per term).
+// The values of 0-dim tensors (loss terms) on the host, through one device-to-host copy (one
+// synchronisation on a GPU instead of one per term).
 std::vector<double> read_scalars(const std::vector<Tensor>& scalars);
 
-// The error of a loss that is not finite: term, epoch, iteration and what to do.
-void check_finite_loss(double value, const std::string& term, int64_t epoch, int64_t iteration,
-                       const RunDirectory& run, int64_t epochs_checkpointed);
+// An EpochLog check for a training run's terms (names[0] is the total, called `total_name`): the
+// error of a term that is not finite names it, the epoch, the iteration and what to do.
+EpochLog::Check finite_loss_check(std::vector<std::string> names, std::string total_name, int64_t epoch,
+                                  const RunDirectory& run, int64_t epochs_checkpointed);
 
 }  // namespace mcdl

@@ -214,7 +214,8 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
   std::vector<std::string> names = {"loss", "contrastive", "supcon"};
   if (mcdl_) names.insert(names.end(), {"l_sup", "l_semi", "l_self"});
   const double mcdl_weight = mcdl_ ? mcdl_loss_weight(config_, epoch) : 0.0;
-  EpochLog log(config_, epoch, num_batches, names);
+  EpochLog log(config_, epoch, num_batches, names,
+               finite_loss_check(names, "gcd", epoch, run_, progress_.epochs_completed));
   LoadedBatch batch;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
@@ -234,11 +235,8 @@ bool GcdRun::train_epoch(int64_t epoch, MetricsRow& row) {
       total = add_mcdl_losses(total, extra, config_.lambda, mcdl_weight);
       terms = {total, loss.contrastive, loss.supcon, extra.sup, extra.semi, extra.self};
     }
-    const std::vector<double> values = profiled(device_, "read_losses", [&] { return read_scalars(terms); });
-    for (size_t t = 0; t < values.size(); ++t)
-      check_finite_loss(values[t], t == 0 ? "gcd" : names[t], epoch, it, run_, progress_.epochs_completed);
     backward_and_step(total, *optimizer_);
-    if (!log.record(values, progress_.iterations)) {
+    if (!log.record(terms, it, progress_.iterations)) {
       progress_.stop = true;
       break;
     }

@@ -129,18 +129,19 @@ double run_pretraining(const PretrainConfig& config) {
     std::vector<std::vector<int64_t>> batches(static_cast<size_t>(num_batches));
     for (int64_t i = 0; i < num_batches * b; ++i) batches[static_cast<size_t>(i / b)].push_back(order[static_cast<size_t>(i)]);
     loader.start(epoch, batches);
+    const auto finite = [epoch](const std::vector<double>& values, int64_t iteration) {
+      check(std::isfinite(values[0]), "pretraining loss became ", values[0], " at epoch ", epoch, ", iteration ",
+            iteration, "; lower --lr");
+    };
     EpochLog log("pretrain " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs), num_batches, b,
-                 config.max_iters, config.progress, {"loss"});
+                 config.max_iters, config.progress, {"loss"}, finite);
     LoadedBatch batch;
     while (loader.next(batch)) {
       const Tensor images = concat({batch.views[0], batch.views[1]}, 0);
       const Tensor features = profiled(device, "forward", [&] { return projection.forward(backbone.forward(images)); });
       const Tensor loss = info_nce_loss(features, config.temperature);
-      const double value = profiled(device, "read_losses", [&] { return loss.item(); });
-      check(std::isfinite(value), "pretraining loss became ", value, " at epoch ", epoch, ", iteration ", batch.batch,
-            "; lower --lr");
       backward_and_step(loss, *optimizer);
-      if (!log.record({value}, progress.iterations)) {
+      if (!log.record({loss}, batch.batch, progress.iterations)) {
         progress.stop = true;
         break;
       }

@@ -190,10 +190,10 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
 
   std::vector<std::string> names = {"loss", "cls", "cluster", "memax", "contrastive", "supcon"};
   if (mcdl) names.insert(names.end(), {"l_sup", "l_semi", "l_self"});
-  EpochLog log(config_, epoch, num_batches, names);
+  EpochLog log(config_, epoch, num_batches, names,
+               finite_loss_check(names, "total", epoch, run_, progress_.epochs_completed));
   McdlStep mcdl_step(config_);
   LoadedBatch batch;
-  const int64_t last_good = progress_.epochs_completed;
   while (loader.next(batch)) {
     const int64_t it = batch.batch;
     const BatchLabels meta = batch_labels(plan, data_, it);
@@ -215,11 +215,8 @@ bool Trainer::train_epoch(int64_t epoch, MetricsRow& row) {
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
     terms.insert(terms.begin(), total);
-    const std::vector<double> values = profiled(device_, "read_losses", [&] { return read_scalars(terms); });
-    for (size_t t = 0; t < values.size(); ++t)
-      check_finite_loss(values[t], t == 0 ? "total" : names[t], epoch, it, run_, last_good);
     backward_and_step(total, *optimizer_);
-    if (!log.record(values, progress_.iterations)) {
+    if (!log.record(terms, it, progress_.iterations)) {
       progress_.stop = true;
       break;
     }
