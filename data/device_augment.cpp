@@ -113,10 +113,24 @@ void append_bytes(std::vector<uint8_t>& blob, const T* values, size_t count) {
   std::memcpy(blob.data() + at, values, sizeof(T) * count);
 }
 
-// The device path of augment_images: one upload of [crop params | stage params | images], then a
-// crop launch and one launch per RandAugment stage, ping-ponging between two batch buffers.
-Tensor device_views(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t size,
-                    int64_t channels, Device device) {
+// A batch's resized images packed into one upload: the views of that batch all read them.
+Tensor upload_images(const std::vector<Image>& resized, Device device) {
+  const ProfileRange range(device, "upload_images");
+  std::vector<uint8_t> blob;
+  size_t bytes = 0;
+  for (const Image& im : resized) bytes += im.pixels.size();
+  blob.reserve(bytes);
+  for (const Image& im : resized) append_bytes(blob, im.pixels.data(), im.pixels.size());
+  Tensor uploaded = empty({static_cast<int64_t>(blob.size())}, DType::u8, device);
+  cuda::copy_host_to_device(uploaded.ptr<uint8_t>(), blob.data(), blob.size());
+  return uploaded;
+}
+
+// The device path of augment_images on the uploaded images: one upload of [crop params | stage
+// params], then a crop launch and one launch per RandAugment stage, ping-ponging between two
+// batch buffers.
+Tensor device_views(const Tensor& images, const std::vector<Image>& resized, const std::vector<ViewParams>& params,
+                    int64_t size, int64_t channels, Device device) {
   const ProfileRange range(device, "augment_images");
   const auto batch = static_cast<int64_t>(resized.size());
   size_t stages = 0;
@@ -135,12 +149,10 @@ Tensor device_views(const std::vector<Image>& resized, const std::vector<ViewPar
       stage_params[k * static_cast<size_t>(batch) + static_cast<size_t>(b)] = plan_stage(v.steps[k], size);
   }
   std::vector<uint8_t> blob;
-  blob.reserve(sizeof(cuda::CropFlipParams) * crops.size() + sizeof(cuda::StageParams) * stage_params.size() +
-               static_cast<size_t>(offset));
+  blob.reserve(sizeof(cuda::CropFlipParams) * crops.size() + sizeof(cuda::StageParams) * stage_params.size());
   append_bytes(blob, crops.data(), crops.size());
-  const size_t stage_at = blob.size(), images_at = stage_at + sizeof(cuda::StageParams) * stage_params.size();
+  const size_t stage_at = blob.size();
   append_bytes(blob, stage_params.data(), stage_params.size());
-  for (const Image& im : resized) append_bytes(blob, im.pixels.data(), im.pixels.size());
 
   Tensor uploaded = empty({static_cast<int64_t>(blob.size())}, DType::u8, device);
   uint8_t* base = uploaded.ptr<uint8_t>();
@@ -149,7 +161,7 @@ Tensor device_views(const std::vector<Image>& resized, const std::vector<ViewPar
   const auto* stage_base = reinterpret_cast<const cuda::StageParams*>(base + stage_at);
 
   Tensor current = empty({batch, size, size, channels}, DType::u8, device);
-  cuda::crop_flip(base + images_at, crop_params, current.ptr<uint8_t>(), batch, size, channels);
+  cuda::crop_flip(images.ptr<uint8_t>(), crop_params, current.ptr<uint8_t>(), batch, size, channels);
   if (stages > 0) {
     Tensor next = empty({batch, size, size, channels}, DType::u8, device);
     Tensor scratch = empty({batch, 2 * size}, DType::i32, device);
@@ -175,7 +187,7 @@ ViewParams draw_view_params(RandomStream& stream, int64_t height, int64_t width,
 Tensor augment_images(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
                       Device device) {
   const int64_t channels = check_batch("augment_images", resized, params, image_size);
-  if (device.is_cuda()) return device_views(resized, params, image_size, channels, device);
+  if (device.is_cuda()) return device_views(upload_images(resized, device), resized, params, image_size, channels, device);
   const auto batch = static_cast<int64_t>(resized.size());
   Tensor out = empty({batch, image_size, image_size, channels}, DType::u8);
   for (int64_t b = 0; b < batch; ++b) {
@@ -186,30 +198,45 @@ Tensor augment_images(const std::vector<Image>& resized, const std::vector<ViewP
   return out;
 }
 
-Tensor augment_batch(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
-                     const Normalization& norm, Device device) {
-  const int64_t channels = check_batch("augment_batch", resized, params, image_size);
+std::vector<Tensor> augment_batch_views(const std::vector<Image>& resized,
+                                        const std::vector<std::vector<ViewParams>>& views, int64_t image_size,
+                                        const Normalization& norm, Device device) {
+  check(!views.empty(), "augment_batch: no views asked for");
+  int64_t channels = 0;
+  for (const std::vector<ViewParams>& params : views) channels = check_batch("augment_batch", resized, params, image_size);
   check(static_cast<int64_t>(norm.mean.size()) == channels && static_cast<int64_t>(norm.std.size()) == channels,
         "augment_batch: ", channels, "-channel images but ", norm.mean.size(), " means and ", norm.std.size(),
         " stds");
   const auto batch = static_cast<int64_t>(resized.size());
   const int64_t plane = channels * image_size * image_size;
-  Tensor out = empty({batch, channels, image_size, image_size}, DType::f32, device);
+  std::vector<Tensor> out;
   if (device.is_cuda()) {
-    const Tensor views = device_views(resized, params, image_size, channels, device);
+    const Tensor images = upload_images(resized, device);
     cuda::NormalizeParams constants;
     for (int64_t c = 0; c < channels; ++c) {
       constants.mean[c] = norm.mean[static_cast<size_t>(c)];
       constants.std[c] = norm.std[static_cast<size_t>(c)];
     }
-    const ProfileRange range(device, "normalize_images");
-    cuda::normalize_images(views.ptr<uint8_t>(), out.ptr<float>(), batch, image_size, channels, constants);
+    for (const std::vector<ViewParams>& params : views) {
+      const Tensor crops = device_views(images, resized, params, image_size, channels, device);
+      const ProfileRange range(device, "normalize_images");
+      out.push_back(empty({batch, channels, image_size, image_size}, DType::f32, device));
+      cuda::normalize_images(crops.ptr<uint8_t>(), out.back().ptr<float>(), batch, image_size, channels, constants);
+    }
     return out;
   }
-  for (int64_t b = 0; b < batch; ++b)
-    to_tensor_normalize(cpu_view(resized[static_cast<size_t>(b)], params[static_cast<size_t>(b)], image_size), norm,
-                        out.data<float>() + b * plane);
+  for (const std::vector<ViewParams>& params : views) {
+    out.push_back(empty({batch, channels, image_size, image_size}, DType::f32, device));
+    for (int64_t b = 0; b < batch; ++b)
+      to_tensor_normalize(cpu_view(resized[static_cast<size_t>(b)], params[static_cast<size_t>(b)], image_size), norm,
+                          out.back().data<float>() + b * plane);
+  }
   return out;
+}
+
+Tensor augment_batch(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
+                     const Normalization& norm, Device device) {
+  return augment_batch_views(resized, {params}, image_size, norm, device)[0];
 }
 
 }  // namespace mcdl

@@ -30,12 +30,17 @@ ViewParams draw_view_params(RandomStream& stream, int64_t height, int64_t width,
 // The views as uint8 [B, S, S, C] (HWC images) on `device`: image b cropped and flipped by
 // params[b].crop_flip (zero outside the image, as PIL crop), then params[b].steps applied in
 // order. The images share one channel count (3 or 1) and may differ in size. On a CUDA device the
-// packed images and all parameters go up in one host-to-device copy.
+// packed images go up in one host-to-device copy, and the parameters in another.
 Tensor augment_images(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
                       Device device);
 
 // The views normalised: f32 [B, C, S, S] on `device`, out[b] = to_tensor_normalize(view b).
 Tensor augment_batch(const std::vector<Image>& resized, const std::vector<ViewParams>& params, int64_t image_size,
                      const Normalization& norm, Device device);
+// Several views of one batch (views[v][b]: view v's parameters for image b), each as
+// augment_batch's; on a CUDA device the images go up once for all of them.
+std::vector<Tensor> augment_batch_views(const std::vector<Image>& resized,
+                                        const std::vector<std::vector<ViewParams>>& views, int64_t image_size,
+                                        const Normalization& norm, Device device);
 
 }  // namespace mcdl

@@ -101,11 +101,20 @@ bool BatchLoader::next(LoadedBatch& out) {
   }
   lock.unlock();
   cv_.notify_all();
-  // The device part of the batch, on this (the consumer's) thread.
+  // The device part of the batch, on this (the consumer's) thread: the images go up once for
+  // every view made there.
+  std::vector<size_t> device_made;
+  std::vector<std::vector<ViewParams>> device_params;
   for (size_t v = 0; v < out.device_params.size(); ++v)
-    if (!out.device_params[v].empty())
-      out.views[v] =
-          augment_batch(out.resized, out.device_params[v], options_.image_size, options_.normalization, options_.device);
+    if (!out.device_params[v].empty()) {
+      device_made.push_back(v);
+      device_params.push_back(std::move(out.device_params[v]));
+    }
+  if (!device_made.empty()) {
+    std::vector<Tensor> made = augment_batch_views(out.resized, device_params, options_.image_size,
+                                                   options_.normalization, options_.device);
+    for (size_t i = 0; i < device_made.size(); ++i) out.views[device_made[i]] = std::move(made[i]);
+  }
   out.resized.clear();
   out.device_params.clear();
   for (Tensor& view : out.views) view = view.to(options_.device);

@@ -178,6 +178,22 @@ TEST_CASE("device augment: drawn train and strong views match make_view") {
   }
 }
 
+TEST_CASE("device augment: a batch's views made together equal each made alone") {
+  const Batch batch = step_batch(27, 3, 1);
+  std::vector<ViewParams> other(batch.views.rbegin(), batch.views.rend());  // another view of each image
+  for (size_t b = 0; b < other.size(); ++b) other[b].crop_flip = batch.views[b].crop_flip;
+  const Normalization norm = Normalization::for_channels(3);
+  const std::vector<Tensor> together =
+      augment_batch_views(batch.images, {batch.views, other}, batch.size, norm, Device::cuda());
+  REQUIRE(together.size() == 2);
+  CHECK(together[0].to_vector<float>() ==
+        augment_batch(batch.images, batch.views, batch.size, norm, Device::cpu()).to_vector<float>());
+  CHECK(together[1].to_vector<float>() ==
+        augment_batch(batch.images, other, batch.size, norm, Device::cpu()).to_vector<float>());
+  CHECK_THROWS_WITH(augment_batch_views(batch.images, {}, batch.size, norm, Device::cuda()),
+                    doctest::Contains("augment_batch: no views asked for"));
+}
+
 TEST_CASE("device augment: errors name the function and the mismatch") {
   const Image rgb = test_image(30, 30, 3, Texture::noise, 9), grey = test_image(30, 30, 1, Texture::noise, 9);
   const ViewParams plain;

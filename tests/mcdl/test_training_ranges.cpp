@@ -57,6 +57,10 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
   MESSAGE("host waits in one SimGCD + MCDL step: ", waits, ", uploads: ",
           std::count(first_batch, second_batch, "copy_host_to_device"));
   CHECK(waits == read_backs);
+  // The data phase uploads the batch's images once for its three views (augment_batch_views).
+  const auto data_phase_end = std::find(first_batch, second_batch, "forward");
+  CHECK(std::count(first_batch, data_phase_end, "upload_images") == 1);
+  CHECK(std::count(first_batch, data_phase_end, "augment_images") == 3);
   for (const char* phase : {"batch", "forward", "simgcd_losses", "mcdl", "mcdl_banks", "mcdl_buckets", "mcdl_losses",
                             "read_losses", "backward", "optimizer_step", "evaluation", "checkpoint",
                             // and the kernels' own, e.g. the views', the banks' and the optimizer's
