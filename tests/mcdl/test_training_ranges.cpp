@@ -71,3 +71,39 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
   fs::remove_all(out);
   fs::remove_all(data);
 }
+
+TEST_CASE("host waits: an SimGCD step on the CUDA device never waits for it") {
+  const fs::path data = testing::coloured_squares_dataset("waits-data");
+  const fs::path out = fs::temp_directory_path() / ("mcdl-waits-run-" + std::to_string(::getpid()));
+  TrainConfig c = testing::squares_run_config(data, out);
+  c.method = "simgcd";
+  c.device = "cuda";
+  c.epochs = 1;
+  c.model = "img=16,patch=8,dim=16,depth=1,heads=2,chans=3";
+  c.head_hidden = 32;
+  c.head_bottleneck = 16;
+  c.batch_size = 54;  // four steps
+  c.eval_subset = 16;
+  std::vector<std::string> names;
+  {
+    const emu::RangeRecording recording;
+    run_training(c, false);
+    names = recording.names();
+  }
+  // The training steps: from one "batch" range to the next, with an optimizer step in between.
+  using Position = std::vector<std::string>::const_iterator;
+  std::vector<std::pair<Position, Position>> steps;
+  Position begin = std::find(names.cbegin(), names.cend(), "batch");
+  while (begin != names.cend()) {
+    const Position end = std::find(begin + 1, names.cend(), "batch");
+    if (std::find(begin, end, "optimizer_step") != end) steps.emplace_back(begin, end);
+    begin = end;
+  }
+  REQUIRE(steps.size() == 4);
+  for (size_t step = 0; step < steps.size(); ++step) {
+    CAPTURE(step);
+    CHECK(std::count(steps[step].first, steps[step].second, "host_wait") == 0);
+  }
+  fs::remove_all(out);
+  fs::remove_all(data);
+}
