@@ -1,0 +1,88 @@
+// The CPU GELU's four-lane erf (kernels/cpu/erf_float.h) against erf in double: within 1.14 ulp
+// over a sweep of the floats in [0, 4.5] (every float, offline, gives 1.137 at 1.0064), odd,
+// the special values, and every length (the padded last group).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/erf_float.h"
+
+using mcdl::cpu::erf_float;
+
+namespace {
+
+// |got − erf(x)| in units of the last place of the float nearest erf(x) (the smaller ulp at a
+// power of two).
+double ulp_error(float got, float x) {
+  const double exact = std::erf(static_cast<double>(x));
+  const float nearest = static_cast<float>(exact);
+  double ulp = std::nextafter(nearest, 2.0f) - nearest;
+  const double below = nearest - std::nextafter(nearest, 0.0f);
+  if (below > 0 && below < ulp) ulp = below;
+  return std::fabs(static_cast<double>(got) - exact) / ulp;
+}
+
+}  // namespace
+
+TEST_CASE("erf_float: within 1.14 ulp of erf over [0, 4.5], odd, exact at the special values") {
+  uint32_t first, last;
+  const float lo = 0.0f, hi = 4.5f;
+  std::memcpy(&first, &lo, sizeof first);
+  std::memcpy(&last, &hi, sizeof last);
+  std::vector<float> xs;
+  for (uint64_t b = first + 1; b <= last; b += 97) {  // 11 million floats, every binade
+    float x;
+    const auto bits = static_cast<uint32_t>(b);
+    std::memcpy(&x, &bits, sizeof x);
+    xs.push_back(x);
+  }
+  for (float x : {1.0064373f, 1.0f, 2.2f, 3.92f, std::nextafter(1.0f, 0.0f), std::nextafter(2.2f, 0.0f),
+                  std::nextafter(3.92f, 0.0f), 1e-30f, std::numeric_limits<float>::denorm_min()})
+    xs.push_back(x);
+  std::vector<float> ys(xs.size()), negated(xs.size()), ys_negated(xs.size());
+  erf_float(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  float worst_at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double error = ulp_error(ys[i], xs[i]);
+    if (error > worst) {
+      worst = error;
+      worst_at = xs[i];
+    }
+    negated[i] = -xs[i];
+  }
+  CAPTURE(worst_at);
+  CHECK(worst <= 1.14);
+  erf_float(negated.data(), ys_negated.data(), static_cast<int64_t>(xs.size()));
+  for (size_t i = 0; i < xs.size(); ++i) REQUIRE(ys_negated[i] == -ys[i]);
+
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {0.0f, -0.0f, inf, -inf, std::nanf(""), 100.0f, -7.5f};
+  std::vector<float> out(special.size());
+  erf_float(special.data(), out.data(), static_cast<int64_t>(special.size()));
+  CHECK(out[0] == 0.0f);
+  CHECK_FALSE(std::signbit(out[0]));
+  CHECK(out[1] == 0.0f);
+  CHECK(std::signbit(out[1]));
+  CHECK(out[2] == 1.0f);
+  CHECK(out[3] == -1.0f);
+  CHECK(std::isnan(out[4]));
+  CHECK(out[5] == 1.0f);
+  CHECK(out[6] == -1.0f);
+}
+
+TEST_CASE("erf_float: any length gives each element's own value (the last group padded)") {
+  std::vector<float> xs;
+  for (int i = 0; i < 11; ++i) xs.push_back(-2.5f + 0.45f * static_cast<float>(i));
+  std::vector<float> all(xs.size());
+  erf_float(xs.data(), all.data(), static_cast<int64_t>(xs.size()));
+  for (int64_t n = 0; n <= static_cast<int64_t>(xs.size()); ++n) {
+    std::vector<float> part(static_cast<size_t>(n) + 1, 42.0f);  // one past the end stays untouched
+    erf_float(xs.data(), part.data(), n);
+    for (int64_t i = 0; i < n; ++i) CHECK(part[static_cast<size_t>(i)] == all[static_cast<size_t>(i)]);
+    CHECK(part[static_cast<size_t>(n)] == 42.0f);
+  }
+}
