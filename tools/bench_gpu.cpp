@@ -202,15 +202,25 @@ int main(int argc, char** argv) {
     report_memory_op("layer_norm bf16", act_shape, 2 * act16, [&] { Tensor z = block.norm1.forward_bf16(x16); },
                      copy_gbs);
     report_gemm("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
-    report_gemm("attention (2 products)", 4.0 * 128 * 12 * 197 * 197 * 64, [&] { Tensor z = bf16_attention(qkv, 12); });
+    // The attention and the whole block with each attention algorithm (set_attention_algorithm):
+    // [unfused] two batched cuBLAS products and a softmax kernel, [fused] one WMMA kernel (the
+    // default, restored last).
+    const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
+    auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
+      for (AttentionAlgorithm algorithm : {AttentionAlgorithm::unfused, AttentionAlgorithm::fused}) {
+        set_attention_algorithm(algorithm);
+        report_gemm((name + (algorithm == AttentionAlgorithm::fused ? " [fused]" : " [unfused]")).c_str(), flops,
+                    work);
+      }
+    };
+    report_attentions("attention", attention_flops, [&] { Tensor z = bf16_attention(qkv, 12); });
     report_gemm("proj 768->768 + residual", 2 * t * d * d,
                 [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
     report_gemm("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
     report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
     report_gemm("fc2 3072->768 + residual", 2 * t * d * 4 * d,
                 [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
-    report_gemm("whole block", 24 * t * d * d + 4.0 * 128 * 12 * 197 * 197 * 64,
-                [&] { Tensor z = block.forward_bf16(x16); });
+    report_attentions("whole block", 24 * t * d * d + attention_flops, [&] { Tensor z = block.forward_bf16(x16); });
     report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
   }
   return 0;

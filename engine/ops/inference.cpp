@@ -1,13 +1,18 @@
 #include "engine/ops/inference.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "engine/backend.h"
 #include "engine/dispatch.h"
+#include "engine/profile.h"
+#include "kernels/cuda/bf16_inference.h"
 
 namespace mcdl {
 namespace {
+
+std::atomic<AttentionAlgorithm> algorithm{AttentionAlgorithm::fused};
 
 void check_inference_input(const char* op, const Tensor& x, DType dtype) {
   check_defined(op, x);
@@ -75,13 +80,24 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   check(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, "bf16_attention: expected qkv [B, T, ",
         "3·D] with D divisible by ", num_heads, " heads, got ", qkv);
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads;
-  Tensor scores = empty({b * num_heads, t, t}, DType::bf16, qkv.device());
   Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  const bool fused = algorithm == AttentionAlgorithm::fused &&
+                     cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), hd);
+  if (qkv.device().is_cuda() && !fused) {
+    Tensor scores = empty({b * num_heads, t, t}, DType::bf16, qkv.device());
+    const ProfileRange range(qkv.device(), "attention_bf16_unfused");
+    cuda::attention_bf16_unfused(qkv.ptr<bf16>(), scores.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd,
+                                 scale);
+    return context;
+  }
   on_device(qkv.device(), [&](auto k) {
-    k.attention_bf16(qkv.ptr<bf16>(), scores.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
+    k.attention_bf16(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
   });
   return context;
 }
+
+void set_attention_algorithm(AttentionAlgorithm value) { algorithm = value; }
+AttentionAlgorithm attention_algorithm() { return algorithm; }
 
 }  // namespace mcdl

@@ -74,24 +74,38 @@ inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
   });
 }
 
-inline void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens,
-                           int64_t heads, int64_t head_dim, float scale) {
+// DINO's attention core (kernels/cuda/bf16_inference.h) with the fused kernel's roundings, those of
+// flash attention: the scores scale·q·kᵀ and the softmax in fp32; the numerators exp(s − max)
+// rounded to bf16 for the product with v, which accumulates in fp32 and is then divided by the
+// fp32 sum of the unrounded numerators; one rounding of each output element.
+inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                           int64_t head_dim, float scale) {
   const int64_t width = heads * head_dim, ld_qkv = 3 * width;
   const std::vector<float> all = widened(qkv, batch * tokens * ld_qkv);
-  std::vector<float> s32(static_cast<size_t>(tokens * tokens)), c32(static_cast<size_t>(tokens * head_dim));
+  std::vector<float> s(static_cast<size_t>(tokens * tokens)), o(static_cast<size_t>(tokens * head_dim));
+  std::vector<float> inverse_sum(static_cast<size_t>(tokens));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float* q = all.data() + b * tokens * ld_qkv + h * head_dim;
-      bf16* s = scores + (b * heads + h) * tokens * tokens;
-      gemm(false, true, tokens, tokens, head_dim, scale, q, ld_qkv, q + width, ld_qkv, 0.0f, s32.data(), tokens);
-      for (int64_t i = 0; i < tokens * tokens; ++i) s[i] = bf16(s32[static_cast<size_t>(i)]);
-      softmax_bf16(s, s, tokens, tokens);
-      const std::vector<float> p32 = widened(s, tokens * tokens);
-      gemm(false, false, tokens, head_dim, tokens, 1.0f, p32.data(), tokens, q + 2 * width, ld_qkv, 0.0f,
-           c32.data(), head_dim);
+      gemm(false, true, tokens, tokens, head_dim, scale, q, ld_qkv, q + width, ld_qkv, 0.0f, s.data(), tokens);
+      parallel_rows(tokens, tokens, [&](int64_t r) {
+        float* row = s.data() + r * tokens;
+        float top = -INFINITY;
+        for (int64_t c = 0; c < tokens; ++c) top = std::fmax(top, row[c]);
+        float sum = 0;
+        for (int64_t c = 0; c < tokens; ++c) {
+          const float numerator = std::exp(row[c] - top);
+          sum += numerator;
+          row[c] = static_cast<float>(bf16(numerator));
+        }
+        inverse_sum[static_cast<size_t>(r)] = 1.0f / sum;
+      });
+      gemm(false, false, tokens, head_dim, tokens, 1.0f, s.data(), tokens, q + 2 * width, ld_qkv, 0.0f, o.data(),
+           head_dim);
       for (int64_t t = 0; t < tokens; ++t)
         for (int64_t j = 0; j < head_dim; ++j)
-          context[(b * tokens + t) * width + h * head_dim + j] = bf16(c32[static_cast<size_t>(t * head_dim + j)]);
+          context[(b * tokens + t) * width + h * head_dim + j] =
+              bf16(o[static_cast<size_t>(t * head_dim + j)] * inverse_sum[static_cast<size_t>(t)]);
     }
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/wmma.h"
 
 namespace mcdl::cuda {
 namespace {
@@ -86,6 +87,196 @@ __global__ void softmax_bf16_kernel(const bf16* x, bf16* y, int64_t rows, int64_
   }
 }
 
+// ---- The fused attention (attention_bf16) ----
+// One warp per 16 query rows, up to attention_max_warps of them per block, all of one (batch,
+// head). The block stages the head's keys and values in shared memory attention_keys at a time;
+// each warp multiplies its queries (held as WMMA fragments) with them on the tensor cores and
+// runs flash attention's online softmax: per step, the scores S = Q·Kᵀ (fp32) go to the warp's
+// shared scratch, two lanes per row update the row's running max and sum and write the
+// numerators P = exp(scale·S − max) rounded to bf16, the output accumulators are rescaled by
+// exp(old max − new max) and O += P·V. Nothing of size T×T leaves the block.
+//
+// WMMA does not say which row an accumulator element belongs to, so the rescale looks each
+// element's row up: every warp loads a 16×16 matrix whose elements are their row numbers into an
+// accumulator once, and element i of any accumulator then lies in row row_of[i].
+namespace wmma = nvcuda::wmma;
+using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+constexpr int attention_keys = 64;      // keys (and values) staged per step
+constexpr int attention_max_warps = 4;  // 45 KB of shared memory at head_dim 64: under 48 KB
+
+// Shared memory in bytes: the staged keys and values, then per warp its scores (also its staged
+// queries, and its output at the end), its numerators (also the row-number matrix) and one float
+// per row. Padded rows shift consecutive rows across banks; every WMMA tile starts 32-byte aligned.
+template <int HD>
+struct AttentionLayout {
+  static constexpr int ld_kv = HD + 8;                                            // bf16
+  static constexpr int ld_s = (attention_keys > HD ? attention_keys : HD) + 4;    // floats
+  static constexpr int ld_p = attention_keys + 8;                                 // bf16
+  static constexpr int ld_q = HD + 8;                                             // bf16
+  static constexpr size_t kv_bytes = attention_keys * ld_kv * sizeof(bf16);
+  static constexpr size_t s_bytes = 16 * ld_s * sizeof(float), p_bytes = 16 * ld_p * sizeof(bf16);
+  static constexpr size_t warp_bytes = s_bytes + p_bytes + 16 * sizeof(float);
+  static_assert(kv_bytes % 32 == 0 && s_bytes % 32 == 0 && p_bytes % 32 == 0 && warp_bytes % 32 == 0);
+  static_assert(16 * ld_q * sizeof(bf16) <= s_bytes && 16 * 16 * sizeof(float) <= p_bytes);
+  static size_t bytes(int warps) { return 2 * kv_bytes + static_cast<size_t>(warps) * warp_bytes; }
+};
+
+// qkv [B, T, 3, H, HD] → context [B, T, H, HD]; block x covers head x / query_groups (b·H + h)
+// and its query tiles from (x % query_groups)·warps on.
+template <int HD>
+__global__ void __launch_bounds__(32 * attention_max_warps)
+    attention_bf16_kernel(const bf16* __restrict__ qkv, bf16* __restrict__ context, int64_t tokens, int64_t heads,
+                          int64_t query_groups, float scale_log2) {
+  using Layout = AttentionLayout<HD>;
+  constexpr int d_tiles = HD / 16, step_tiles = attention_keys / 16, packs = HD / 8;
+  constexpr int elements = Accumulator::num_elements;
+  MCDL_DYNAMIC_SHARED(unsigned char, shared);
+  bf16* keys = reinterpret_cast<bf16*>(shared);
+  bf16* values = reinterpret_cast<bf16*>(shared + Layout::kv_bytes);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  unsigned char* own = shared + 2 * Layout::kv_bytes + warp * Layout::warp_bytes;
+  float* scores = reinterpret_cast<float*>(own);
+  bf16* numerators = reinterpret_cast<bf16*>(own + Layout::s_bytes);
+  float* row_factor = reinterpret_cast<float*>(own + Layout::s_bytes + Layout::p_bytes);
+
+  const int64_t head = blockIdx.x / query_groups, b = head / heads, h = head % heads;
+  const int64_t row_stride = 3 * heads * HD;
+  const bf16* q_first = qkv + b * tokens * row_stride + h * HD;
+  const bf16* k_first = q_first + heads * HD;
+  const bf16* v_first = q_first + 2 * heads * HD;
+  const int64_t first_query = (blockIdx.x % query_groups * (blockDim.x / 32) + warp) * 16;
+  const bool active = first_query < tokens;  // the last block's spare warps only help staging
+
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> q[d_tiles];
+  Accumulator out[d_tiles];
+  int row_of[elements] = {};
+  if (active) {
+    bf16* staged = reinterpret_cast<bf16*>(scores);
+    for (int i = lane; i < 16 * packs; i += 32) {
+      const int r = i / packs, p = i % packs;
+      Bf16x8 pack{};  // zero rows past the last token
+      if (first_query + r < tokens) pack = reinterpret_cast<const Bf16x8*>(q_first + (first_query + r) * row_stride)[p];
+      reinterpret_cast<Bf16x8*>(staged + r * Layout::ld_q)[p] = pack;
+    }
+    float* row_numbers = reinterpret_cast<float*>(numerators);
+    for (int i = lane; i < 256; i += 32) row_numbers[i] = static_cast<float>(i / 16);
+    __syncwarp();
+    MCDL_UNROLL
+    for (int t = 0; t < d_tiles; ++t) {
+      wmma::load_matrix_sync(q[t], as_wmma(staged + 16 * t), Layout::ld_q);
+      wmma::fill_fragment(out[t], 0.0f);
+    }
+    Accumulator rows;
+    wmma::load_matrix_sync(rows, row_numbers, 16, wmma::mem_row_major);
+    MCDL_UNROLL
+    for (int i = 0; i < elements; ++i) row_of[i] = static_cast<int>(rows.x[i]);
+    __syncwarp();  // the scratch is reused below
+  }
+
+  // Two lanes per row for the softmax, each taking every other column.
+  const int row = lane / 2, half = lane % 2;
+  const float* score_row = scores + row * Layout::ld_s;
+  bf16* numerator_row = numerators + row * Layout::ld_p;
+  float running_max = -INFINITY, running_sum = 0.0f;
+  for (int64_t key0 = 0; key0 < tokens; key0 += attention_keys) {
+    const int valid = static_cast<int>(tokens - key0 < attention_keys ? tokens - key0 : attention_keys);
+    __syncthreads();  // every warp is done with the previous keys and values
+    for (int i = static_cast<int>(threadIdx.x); i < attention_keys * packs; i += static_cast<int>(blockDim.x)) {
+      const int r = i / packs, p = i % packs;
+      Bf16x8 k{}, v{};  // zero rows past the last token: masked scores, and no NaN from stale values
+      if (r < valid) {
+        k = reinterpret_cast<const Bf16x8*>(k_first + (key0 + r) * row_stride)[p];
+        v = reinterpret_cast<const Bf16x8*>(v_first + (key0 + r) * row_stride)[p];
+      }
+      reinterpret_cast<Bf16x8*>(keys + r * Layout::ld_kv)[p] = k;
+      reinterpret_cast<Bf16x8*>(values + r * Layout::ld_kv)[p] = v;
+    }
+    __syncthreads();
+    if (!active) continue;
+    const int tiles = (valid + 15) / 16;
+
+    MCDL_UNROLL
+    for (int j = 0; j < step_tiles; ++j) {
+      if (j >= tiles) break;
+      Accumulator s;
+      wmma::fill_fragment(s, 0.0f);
+      MCDL_UNROLL
+      for (int t = 0; t < d_tiles; ++t) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> k;  // Kᵀ
+        wmma::load_matrix_sync(k, as_wmma(keys + 16 * j * Layout::ld_kv + 16 * t), Layout::ld_kv);
+        wmma::mma_sync(s, q[t], k, s);
+      }
+      wmma::store_matrix_sync(scores + 16 * j, s, Layout::ld_s, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    float step_max = -INFINITY;
+    for (int c = half; c < valid; c += 2) step_max = fmaxf(step_max, score_row[c] * scale_log2);
+    const float new_max = fmaxf(running_max, fmaxf(step_max, __shfl_xor_sync(full_warp, step_max, 1)));
+    float step_sum = 0.0f;
+    for (int c = half; c < 16 * tiles; c += 2) {
+      const float numerator = c < valid ? exp2f(score_row[c] * scale_log2 - new_max) : 0.0f;
+      numerator_row[c] = bf16(numerator);
+      step_sum += numerator;
+    }
+    const float rescale = exp2f(running_max - new_max);  // 0 at the first step
+    running_sum = running_sum * rescale + step_sum + __shfl_xor_sync(full_warp, step_sum, 1);
+    running_max = new_max;
+    if (half == 0) row_factor[row] = rescale;
+    __syncwarp();
+
+    float factor[elements];
+    MCDL_UNROLL
+    for (int i = 0; i < elements; ++i) factor[i] = row_factor[row_of[i]];
+    MCDL_UNROLL
+    for (int t = 0; t < d_tiles; ++t) {
+      MCDL_UNROLL
+      for (int i = 0; i < elements; ++i) out[t].x[i] *= factor[i];
+    }
+    MCDL_UNROLL
+    for (int j = 0; j < step_tiles; ++j) {
+      if (j >= tiles) break;
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> p;
+      wmma::load_matrix_sync(p, as_wmma(numerators + 16 * j), Layout::ld_p);
+      MCDL_UNROLL
+      for (int t = 0; t < d_tiles; ++t) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> v;
+        wmma::load_matrix_sync(v, as_wmma(values + 16 * j * Layout::ld_kv + 16 * t), Layout::ld_kv);
+        wmma::mma_sync(out[t], p, v, out[t]);
+      }
+    }
+  }
+  if (!active) return;
+
+  // context = out / sum, through the scores scratch.
+  __syncwarp();  // every lane has read its factors
+  if (half == 0) row_factor[row] = 1.0f / running_sum;
+  MCDL_UNROLL
+  for (int t = 0; t < d_tiles; ++t) wmma::store_matrix_sync(scores + 16 * t, out[t], Layout::ld_s, wmma::mem_row_major);
+  __syncwarp();
+  for (int i = lane; i < 16 * packs; i += 32) {
+    const int r = i / packs, p = i % packs;
+    if (first_query + r >= tokens) continue;
+    const float* o = scores + r * Layout::ld_s + 8 * p;
+    Bf16x8 pack;
+    MCDL_UNROLL
+    for (int e = 0; e < 8; ++e) pack.v[e] = bf16(o[e] * row_factor[r]);
+    reinterpret_cast<Bf16x8*>(context + ((b * tokens + first_query + r) * heads + h) * HD)[p] = pack;
+  }
+}
+
+template <int HD>
+void launch_attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                           float scale) {
+  const int warps = std::clamp<int>(static_cast<int>(block_size(32 * attention_max_warps) / 32), 1,
+                                    attention_max_warps);
+  const int64_t query_groups = ((tokens + 15) / 16 + warps - 1) / warps;
+  launch(attention_bf16_kernel<HD>, dim3(static_cast<unsigned>(batch * heads * query_groups)), dim3(32 * warps),
+         AttentionLayout<HD>::bytes(warps), engine_stream(), qkv, context, tokens, heads, query_groups,
+         scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+}
+
 __global__ void add_rows_bf16_kernel(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {
   for (int64_t i = grid_index(); i < rows * cols; i += grid_stride()) y[i] = bf16(value_of(y[i]) + value_of(bias[i % cols]));
 }
@@ -114,8 +305,31 @@ void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
          x, y, n, packed);
 }
 
-void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
-                    int64_t head_dim, float scale) {
+bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim) {
+  const auto aligned = [](const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return head_dim % 16 == 0 && head_dim >= 16 && head_dim <= 64 && aligned(qkv) && aligned(context);
+}
+
+void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
+                    float scale) {
+  if (!attention_bf16_fuses(qkv, context, head_dim))
+    throw std::invalid_argument("attention_bf16: the fused kernel takes a head size of 16, 32, 48 or 64 and "
+                                "16-byte aligned buffers, got head_dim " + std::to_string(head_dim));
+  if (batch * heads == 0 || tokens == 0) return;
+  switch (head_dim) {
+    case 16:
+      return launch_attention_bf16<16>(qkv, context, batch, tokens, heads, scale);
+    case 32:
+      return launch_attention_bf16<32>(qkv, context, batch, tokens, heads, scale);
+    case 48:
+      return launch_attention_bf16<48>(qkv, context, batch, tokens, heads, scale);
+    default:
+      return launch_attention_bf16<64>(qkv, context, batch, tokens, heads, scale);
+  }
+}
+
+void attention_bf16_unfused(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens,
+                            int64_t heads, int64_t head_dim, float scale) {
   const int64_t bh = batch * heads, ld_qkv = 3 * heads * head_dim;
   if (bh == 0 || tokens == 0) return;
   // One allocation for the five arrays of bh pointers: q, k, v, scores, context.

@@ -20,9 +20,20 @@ void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d);
 // DINO's attention core: for each batch entry and head, softmax(scale·q·kᵀ)·v, with q, k and v
 // read where they lie in the fused projection qkv [B, T, 3, H, hd] and the context written as
 // [B, T, H, hd], the layout the output projection reads: no copies into per-head layouts.
-// scores: scratch of B·H·T·T elements.
-void attention_bf16(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
-                    int64_t head_dim, float scale);
+// Fused: one kernel on the tensor cores, no T×T scores in memory; the roundings of the CPU
+// reference (kernels/cpu/bf16_inference.h: fp32 scores and softmax, the softmax numerators
+// rounded to bf16 for the product with v). Takes what attention_bf16_fuses accepts and throws
+// std::invalid_argument otherwise.
+void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
+                    float scale);
+// head_dim 16, 32, 48 or 64 (the accumulators of a warp's 16 rows stay in registers) and both
+// buffers 16-byte aligned.
+bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim);
+// The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
+// the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)
+// and the probabilities normalised before their rounding.
+void attention_bf16_unfused(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens,
+                            int64_t heads, int64_t head_dim, float scale);
 // y[r, c] += bias[c]: linear_bf16's bias where cuBLASLt's epilogue cannot take it.
 void add_rows_bf16(bf16* y, const bf16* bias, int64_t rows, int64_t cols);
 

@@ -8,9 +8,10 @@
 #ifdef __CUDACC__
 
 // Dynamic shared memory (the launch's shared_bytes), as a T* named `name`. Spelled as one untyped
-// byte array so that kernels of one file may view it as different types.
+// byte array so that kernels of one file may view it as different types. 32-byte aligned: WMMA's
+// tiles must start on 256 bits.
 #define MCDL_DYNAMIC_SHARED(T, name)                                    \
-  extern __shared__ __align__(16) unsigned char mcdl_dynamic_shared_[]; \
+  extern __shared__ __align__(32) unsigned char mcdl_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(mcdl_dynamic_shared_)
 
 #else

@@ -15,6 +15,8 @@
 // the block (a partial last warp has fewer) once all of them wait at a warp operation of the same
 // kind, mask, width and value size. Results (shuffled values, ballots) are computed at release
 // from the values each lane posted, so back-to-back shuffles cannot overwrite each other's slots.
+// A warp collective (the WMMA operations, wmma.h) also needs every lane at the same call site; at
+// release the scheduler runs its operation once, on the arguments every lane posted.
 // When no thread can run and some have not exited, the block can never finish: the scheduler
 // throws EmulationError listing every thread's state.
 #pragma once
@@ -42,7 +44,7 @@ namespace mcdl::emu::detail {
 inline constexpr unsigned warp_lanes = 32;
 inline constexpr size_t max_dynamic_shared_bytes = 227 * 1024;  // sm_90's opt-in limit per block
 
-enum class WaitKind : uint8_t { block_barrier, shuffle, vote, warp_sync };
+enum class WaitKind : uint8_t { block_barrier, shuffle, vote, warp_sync, collective };
 enum class ShuffleMode : uint8_t { idx, up, down, bfly };
 enum class VoteMode : uint8_t { ballot, any, all };
 enum class BarrierResult : uint8_t { none, count, all, any };  // __syncthreads, _count, _and, _or
@@ -56,7 +58,9 @@ struct WaitOp {
   unsigned width = 0;        // shuffles
   unsigned value_bytes = 0;  // shuffles: sizeof the value
   unsigned operand = 0;      // shuffles: source lane, delta or lane mask; votes and barriers: predicate
-  uint64_t value = 0;        // shuffles: the lane's value
+  uint64_t value = 0;        // shuffles: the lane's value; collectives: the address of its arguments
+  // Collectives: the operation, run once at release on the 32 lanes' arguments (by lane).
+  void (*collective)(void* const* lane_arguments) = nullptr;
   const char* name = "";     // the intrinsic, for messages
   std::source_location where;
 };
@@ -336,9 +340,12 @@ class Scheduler {
       const ThreadState& member = threads_[base + std::countr_zero(bits)];
       const WaitOp& other = member.op;
       if (member.status != Status::at_warp_op || other.kind != op.kind || other.variant != op.variant ||
-          other.mask != op.mask || other.width != op.width || other.value_bytes != op.value_bytes)
+          other.mask != op.mask || other.width != op.width || other.value_bytes != op.value_bytes ||
+          other.collective != op.collective)
         return;
+      if (op.kind == WaitKind::collective && !same_location(other.where, op.where)) return;
     }
+    if (op.kind == WaitKind::collective) run_collective(op, base);
     unsigned ballot = 0;
     for (unsigned bits = members; bits != 0; bits &= bits - 1)
       if (threads_[base + std::countr_zero(bits)].op.operand != 0) ballot |= bits & -bits;
@@ -353,6 +360,19 @@ class Scheduler {
         thread.result = members >> source & 1u ? threads_[base + source].op.value : ~uint64_t{0};
       }
       thread.status = Status::runnable;
+    }
+  }
+
+  // The lanes of a collective are the 32 of a full warp (the caller checks before it waits).
+  void run_collective(const WaitOp& op, unsigned base) const {
+    void* arguments[warp_lanes];
+    for (unsigned lane = 0; lane < warp_lanes; ++lane)
+      arguments[lane] = reinterpret_cast<void*>(static_cast<uintptr_t>(threads_[base + lane].op.value));
+    try {
+      op.collective(arguments);
+    } catch (const EmulationError& error) {
+      throw EmulationError(block_description() + ", warp " + std::to_string(base / warp_lanes) + ": " + op.name +
+                           " (" + to_string(op.where) + "): " + error.what());
     }
   }
 

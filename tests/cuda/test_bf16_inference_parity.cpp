@@ -1,6 +1,7 @@
 // The frozen blocks' bf16 inference path (engine/ops/inference.h): each op on the CUDA device
-// (emulated, or real in mcdl_tests_gpu) against the CPU reference, and each against its f32 op
-// within bf16's rounding; then a ViT whose frozen blocks run in bf16 against the f32 model.
+// (emulated, or real in mcdl_tests_gpu) against the CPU reference (the attention's in
+// test_attention_bf16_parity.cpp), and each against its f32 op within bf16's rounding; then a ViT
+// whose frozen blocks run in bf16 against the f32 model.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -53,12 +54,6 @@ TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the r
       [](auto& x) { return as_f32(bf16_linear(as_bf16(x[0]), x[1], x[2], as_bf16(x[3]))); },
       {random_f32({7, 16}, 12), random_f32({1, 16}, 13), random_f32({1}, 14), random_f32({7, 1}, 15)},
       device_tolerance, device_tolerance);
-}
-
-TEST_CASE("cuda parity: bf16 attention over DINO's fused projection") {
-  // B = 2, T = 17 (16 patches + CLS), 3 heads of 16.
-  check_cuda_forward_parity("bf16_attention", [](auto& x) { return as_f32(bf16_attention(as_bf16(x[0]), 3)); },
-                            {random_f32({2, 17, 3 * 48}, 16, -2, 2)}, device_tolerance, device_tolerance);
 }
 
 TEST_CASE("bf16 inference ops stay within bf16's rounding of their f32 ops") {

@@ -1,0 +1,114 @@
+// bf16_attention (engine/ops/inference.h) on the CUDA device against the CPU reference: the fused
+// tensor-core kernel at several shapes (T not a multiple of 16, one or several steps of 64 keys,
+// every head size it takes), the unfused path when selected, and the unfused fallback for head
+// sizes the fused kernel does not take. Which path ran is read from the profiler ranges.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/ops.h"
+#include "kernels/cuda/bf16_inference.h"
+#include "kernels/emu/profile_ranges.h"
+#include "kernels/emu/runtime_api.h"
+#include "tests/cuda/parity.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+
+namespace {
+
+Tensor attention(const Tensor& qkv, int64_t heads) { return bf16_attention(qkv.to(DType::bf16), heads).to(DType::f32); }
+
+// qkv [B, T, 3·H·hd] with values in [-2, 2).
+Tensor random_qkv(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim, uint64_t seed) {
+  return random_tensor({batch, tokens, 3 * heads * head_dim}, seed, -2, 2, DType::f32);
+}
+
+// The fused kernel and the CPU reference round the same fp32 numerators exp(s − max) to bf16,
+// except that the kernel takes them against the running max of the keys seen so far and rescales
+// later, and sums in another order: a numerator may round the other way, 2^-7 of its value at
+// most, which moves an output by at most 2^-7 of the largest |v|; then each output rounds once
+// (2^-7 relative covers the two roundings apart).
+constexpr double fused_atol(double largest_v) { return largest_v / 128; }
+constexpr double fused_rtol = 1.0 / 128;
+
+// The unfused path also rounds the scaled scores to bf16 (2^-9 of each) and the normalised
+// probabilities: with scores up to about 4 here, a probability moves by up to about 2^-9·8, so
+// outputs within 3% of the largest |v|.
+constexpr double unfused_tolerance = 3e-2;
+
+// That one bf16_attention on the device runs in the profiler range `path` alone (the fused
+// kernel's "attention_bf16" or "attention_bf16_unfused"). Read from the emulator's range log; the
+// GPU binary records none, so there only the results are checked.
+void check_path(const Tensor& qkv, int64_t heads, const std::string& path) {
+  if (emu::emulated_device_count() == 0) return;
+  const Tensor device_qkv = qkv.to(DType::bf16).to(Device::cuda());
+  const emu::RangeRecording recording;
+  const Tensor context = bf16_attention(device_qkv, heads);
+  CHECK(recording.names() == std::vector<std::string>{path});
+}
+
+// Restores the default algorithm, even when a check throws.
+struct UseAttention {
+  explicit UseAttention(AttentionAlgorithm algorithm) { set_attention_algorithm(algorithm); }
+  ~UseAttention() { set_attention_algorithm(AttentionAlgorithm::fused); }
+};
+
+}  // namespace
+
+TEST_CASE("cuda parity: fused bf16 attention at T = 5, 17, 64, 130, 197 and head sizes 16 to 64") {
+  struct Case {
+    int64_t batch, tokens, heads, head_dim;
+  };
+  const Case cases[] = {{2, 5, 2, 32}, {1, 17, 2, 64}, {2, 64, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    const std::string name = "fused bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
+                             " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
+    const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed);
+    check_path(qkv, c.heads, "attention_bf16");
+    check_cuda_forward_parity(name, [&](auto& x) { return attention(x[0], c.heads); }, {qkv}, fused_atol(2),
+                              fused_rtol);
+  }
+}
+
+TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the running max") {
+  // Tokens scaled from 0.5 up to 3: later keys give larger scores, so every step of 64 keys
+  // rescales what the earlier ones accumulated.
+  const int64_t tokens = 197;
+  std::vector<float> ramp;
+  for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
+  const Tensor scale = from_vector(ramp, {1, tokens, 1});
+  check_cuda_forward_parity("fused bf16_attention, rising scores",
+                            [](auto& x) { return attention(x[0] * x[1], 2); },
+                            {random_qkv(2, tokens, 2, 32, 7), scale}, fused_atol(6), fused_rtol);
+}
+
+TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {
+  {
+    const UseAttention unfused(AttentionAlgorithm::unfused);
+    const Tensor qkv = random_qkv(2, 17, 3, 16, 30);
+    check_path(qkv, 3, "attention_bf16_unfused");
+    check_cuda_forward_parity("unfused bf16_attention", [](auto& x) { return attention(x[0], 3); }, {qkv},
+                              unfused_tolerance, unfused_tolerance);
+  }
+  // Head size 8: not one the fused kernel takes.
+  const Tensor qkv = random_qkv(2, 19, 3, 8, 31);
+  check_path(qkv, 3, "attention_bf16_unfused");
+  check_cuda_forward_parity("bf16_attention hd=8", [](auto& x) { return attention(x[0], 3); }, {qkv},
+                            unfused_tolerance, unfused_tolerance);
+}
+
+TEST_CASE("the fused attention kernel refuses head sizes and buffers it does not take") {
+  const Tensor qkv = random_qkv(1, 5, 2, 64, 40).to(DType::bf16).to(Device::cuda());
+  Tensor context = empty({1, 5, 128}, DType::bf16, Device::cuda());
+  for (int64_t head_dim : {8, 80, 128}) CHECK_FALSE(cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), head_dim));
+  CHECK(cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), 64));
+  CHECK_FALSE(cuda::attention_bf16_fuses(qkv.ptr<bf16>() + 1, context.ptr<bf16>(), 64));
+  CHECK_THROWS_WITH_AS(cuda::attention_bf16(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 1, 128, 0.1f),
+                       doctest::Contains("takes a head size of 16, 32, 48 or 64 and 16-byte aligned buffers, got "
+                                         "head_dim 128"),
+                       std::invalid_argument);
+}
