@@ -257,7 +257,7 @@ FUZZ_LIB      := $(FUZZ_BUILD)/libmcdl_fuzz.a
 # The emulated CUDA runtime the tensor code links against (device copies, conversions, profile
 # ranges; never reached from the parsers, whose tensors live on the CPU). clang 14 cannot compile
 # the emulator (no std::source_location), so these are built with $(CXX) and uninstrumented.
-FUZZ_EMU_SRCS := kernels/cuda/runtime.cu kernels/cuda/copy.cu kernels/cuda/launch_config.cu
+FUZZ_EMU_SRCS := kernels/cuda/runtime.cu kernels/cuda/upload_staging.cu kernels/cuda/copy.cu kernels/cuda/launch_config.cu
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.cpp=$(FUZZ_BUILD)/%.o) $(FUZZ_EMU_SRCS:%.cu=$(FUZZ_BUILD)/emu/%.o)
 
 .PHONY: fuzz fuzz-build
