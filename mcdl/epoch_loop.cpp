@@ -44,7 +44,8 @@ bool EpochLog::record(const std::vector<Tensor>& terms, int64_t batch, int64_t& 
   kept_batches_.push_back(batch);
   ++done_;
   ++iterations;
-  if (static_cast<int64_t>(kept_batches_.size()) >= steps_per_read) read_kept();
+  // On the CPU reading costs nothing: every step, so the bar is live and a NaN stops at once.
+  if (terms.front().device().is_cpu() || static_cast<int64_t>(kept_batches_.size()) >= steps_per_read) read_kept();
   char status[64] = "";  // the running mean of the steps read so far
   if (read_ > 0) std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(read_));
   bar_.update(done_, done_ * batch_size_, status);

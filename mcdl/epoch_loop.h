@@ -25,11 +25,12 @@ double seconds_since(Clock::time_point start);
 // "name value name value ..." of a metrics row's loss terms (after epoch and lr, before iterations).
 std::string loss_summary(const MetricsRow& row);
 
-// An epoch's loss terms, its progress bar and the --max-iters budget. A step's terms stay on their
-// device until they are read with the other steps' in one copy, every steps_per_read steps and at
+// An epoch's loss terms, its progress bar and the --max-iters budget. On a GPU a step's terms stay
+// there until they are read with the other steps' in one copy, every steps_per_read steps and at
 // the end of the epoch: a step queues its work without waiting for the device to finish the last
 // one. Each step's values are then checked (`check`, e.g. that they are finite) in step order and
 // added up; a term that went wrong is still named with its step, just found up to 31 steps later.
+// On the CPU, where reading waits for nothing, every step is read at once.
 class EpochLog {
  public:
   static constexpr int64_t steps_per_read = 32;
