@@ -16,21 +16,13 @@ struct BucketCounts {
   int64_t high = 0, medium = 0, low = 0;
 };
 
-// Host-side summaries of a bucket tensor (copied to the host once).
-BucketCounts count_buckets(const Tensor& buckets);
-// The positions i of each bucket, ascending, from one copy of the bucket tensor to the host.
-struct BucketRows {
-  std::vector<int64_t> high, medium, low;
-};
-BucketRows rows_by_bucket(const Tensor& buckets);
-
-// The samples at `slots` by bucket, from both banks' consistency: the weak
-// bank's consistency, whose mode is a sample's pseudo-label (also on the host, `weak_mode`), the
-// buckets (u8 [n]), and the positions i of the high and medium samples.
+// The samples at `slots` by bucket, from both banks' consistency: the positions i of each bucket,
+// ascending, and each sample's weak-bank mode (its pseudo-label), all from one copy to the host.
 struct SampleBuckets {
-  Consistency weak;
-  Tensor buckets;
-  std::vector<int64_t> high, medium, weak_mode;
+  std::vector<int64_t> high, medium, low, weak_mode;
+  BucketCounts counts() const {
+    return {static_cast<int64_t>(high.size()), static_cast<int64_t>(medium.size()), static_cast<int64_t>(low.size())};
+  }
 };
 SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const HostIndex& slots,
                              int64_t mu);

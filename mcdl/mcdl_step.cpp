@@ -82,7 +82,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   }
   if (!losses) return terms;
 
-  const auto [weak_c, buckets, high, medium, mode_w] = bucket_samples(bank_weak, bank_strong, slots_t, config_.mu);
+  const auto [high, medium, low, mode_w] = bucket_samples(bank_weak, bank_strong, slots_t, config_.mu);
   const ProfileRange losses_range(device, "mcdl_losses");  // to the end: L_sup, L_semi, L_self
 
   // L_sup: labelled samples with their labels plus H with the weak bank's mode.
@@ -155,9 +155,10 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   BucketReport report;
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
-  const auto [weak_c, buckets, high, medium, mode_w] =
+  const SampleBuckets buckets =
       bucket_samples(bank_weak, bank_strong, HostIndex(every_sample(n), bank_weak.device()), mu);
-  report.counts = count_buckets(buckets);
+  const auto& [high, medium, low, mode_w] = buckets;
+  report.counts = buckets.counts();
   auto mapped = [&](int64_t cluster) {
     return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
                ? cluster_to_class[static_cast<size_t>(cluster)]

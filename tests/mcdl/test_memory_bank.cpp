@@ -212,17 +212,23 @@ TEST_CASE("credibility: buckets at their thresholds, counts and rows") {
       CHECK(buckets.to_vector<uint8_t>() == std::vector<uint8_t>{static_cast<uint8_t>(c.bucket)});
     }
   }
-  const Tensor buckets = from_vector<uint8_t>({2, 0, 1, 2, 0, 0}, {6});
-  const BucketCounts n = count_buckets(buckets);
-  CHECK(n.high == 2);
-  CHECK(n.medium == 1);
-  CHECK(n.low == 3);
-  const BucketRows rows = rows_by_bucket(buckets);
-  CHECK(rows.high == std::vector<int64_t>{0, 3});
-  CHECK(rows.medium == std::vector<int64_t>{2});
-  CHECK(rows_by_bucket(buckets.to(Device::cuda())).low == std::vector<int64_t>{1, 4, 5});
-  CHECK_THROWS_WITH(rows_by_bucket(from_vector<uint8_t>({0, 7}, {2})), doctest::Contains("value 7 at 1 is not a bucket"));
-  CHECK_THROWS_WITH(count_buckets(from_vector<uint8_t>({3}, {1})), doctest::Contains("count_buckets: value 3"));
+  // bucket_samples on banks (μ = 1: one consistent entry in each bank suffices): sample 0 agrees
+  // (high), 1 disagrees (medium), 2 has no entry (low), 3 agrees (high).
+  for (Device device : {Device::cpu(), Device::cuda()}) {
+    MemoryBank weak_bank(4, 3, 1, device), strong_bank(4, 3, 1, device);
+    const HostIndex seen({0, 1, 3}, device);
+    weak_bank.update(seen, from_vector<float>({0.1f, 0.2f, 0.7f, 0.6f, 0.3f, 0.1f, 0.2f, 0.5f, 0.3f}, {3, 3}, device));
+    strong_bank.update(seen, from_vector<float>({0.2f, 0.1f, 0.7f, 0.3f, 0.6f, 0.1f, 0.1f, 0.8f, 0.1f}, {3, 3}, device));
+    const SampleBuckets b = bucket_samples(weak_bank, strong_bank, HostIndex({0, 1, 2, 3}, device), 1);
+    CHECK(b.high == std::vector<int64_t>{0, 3});
+    CHECK(b.medium == std::vector<int64_t>{1});
+    CHECK(b.low == std::vector<int64_t>{2});
+    CHECK(b.weak_mode == std::vector<int64_t>{2, 0, -1, 1});
+    const BucketCounts n = b.counts();
+    CHECK(n.high == 2);
+    CHECK(n.medium == 1);
+    CHECK(n.low == 1);
+  }
   const Consistency one{indices({1}), indices({13})}, two{indices({1, 1}), indices({5, 5})};
   CHECK_THROWS_WITH(credibility_buckets(one, two, 16),
                     doctest::Contains("credibility_buckets: strong mode and count must be i64 [1]"));
