@@ -105,24 +105,18 @@ Image cpu_view(const Image& resized, const ViewParams& params, int64_t image_siz
   return apply_randaugment(apply_crop_flip(resized, params.crop_flip, image_size), params.steps);
 }
 
-template <class T>
-void append_bytes(std::vector<uint8_t>& blob, const T* values, size_t count) {
-  if (count == 0) return;  // values may be null (an empty vector's data()): memcpy must not see it
-  const size_t at = blob.size();
-  blob.resize(at + sizeof(T) * count);
-  std::memcpy(blob.data() + at, values, sizeof(T) * count);
-}
-
-// A batch's resized images packed into one upload: the views of that batch all read them.
+// A batch's resized images back to back on the device, in one upload: the views of that batch
+// all read them.
 Tensor upload_images(const std::vector<Image>& resized, Device device) {
   const ProfileRange range(device, "upload_images");
-  std::vector<uint8_t> blob;
+  std::vector<cuda::HostPart> parts;
   size_t bytes = 0;
-  for (const Image& im : resized) bytes += im.pixels.size();
-  blob.reserve(bytes);
-  for (const Image& im : resized) append_bytes(blob, im.pixels.data(), im.pixels.size());
-  Tensor uploaded = empty({static_cast<int64_t>(blob.size())}, DType::u8, device);
-  cuda::copy_host_to_device(uploaded.ptr<uint8_t>(), blob.data(), blob.size());
+  for (const Image& im : resized) {
+    parts.push_back({im.pixels.data(), im.pixels.size()});
+    bytes += im.pixels.size();
+  }
+  Tensor uploaded = empty({static_cast<int64_t>(bytes)}, DType::u8, device);
+  cuda::copy_host_parts_to_device(uploaded.ptr<uint8_t>(), parts);
   return uploaded;
 }
 
@@ -148,17 +142,13 @@ Tensor device_views(const Tensor& images, const std::vector<Image>& resized, con
     for (size_t k = 0; k < v.steps.size(); ++k)
       stage_params[k * static_cast<size_t>(batch) + static_cast<size_t>(b)] = plan_stage(v.steps[k], size);
   }
-  std::vector<uint8_t> blob;
-  blob.reserve(sizeof(cuda::CropFlipParams) * crops.size() + sizeof(cuda::StageParams) * stage_params.size());
-  append_bytes(blob, crops.data(), crops.size());
-  const size_t stage_at = blob.size();
-  append_bytes(blob, stage_params.data(), stage_params.size());
-
-  Tensor uploaded = empty({static_cast<int64_t>(blob.size())}, DType::u8, device);
+  const size_t crop_bytes = sizeof(cuda::CropFlipParams) * crops.size();
+  const size_t stage_bytes = sizeof(cuda::StageParams) * stage_params.size();
+  Tensor uploaded = empty({static_cast<int64_t>(crop_bytes + stage_bytes)}, DType::u8, device);
   uint8_t* base = uploaded.ptr<uint8_t>();
-  cuda::copy_host_to_device(base, blob.data(), blob.size());
+  cuda::copy_host_parts_to_device(base, {{crops.data(), crop_bytes}, {stage_params.data(), stage_bytes}});
   const auto* crop_params = reinterpret_cast<const cuda::CropFlipParams*>(base);
-  const auto* stage_base = reinterpret_cast<const cuda::StageParams*>(base + stage_at);
+  const auto* stage_base = reinterpret_cast<const cuda::StageParams*>(base + crop_bytes);
 
   Tensor current = empty({batch, size, size, channels}, DType::u8, device);
   cuda::crop_flip(images.ptr<uint8_t>(), crop_params, current.ptr<uint8_t>(), batch, size, channels);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace mcdl::cuda {
 
@@ -22,6 +23,13 @@ void device_free(void* pointer);
 // memory (kernels/cuda/upload_staging.cu), and the host waits only when that is full of copies
 // the device has not yet run, or for an upload above 64 MB.
 void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes);
+// The same for several host buffers laid back to back from device_dst, in one copy to the device
+// (a batch's images, without first packing them into one host buffer).
+struct HostPart {
+  const void* data;
+  size_t bytes;
+};
+void copy_host_parts_to_device(void* device_dst, const std::vector<HostPart>& parts);
 void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes);  // waits for the data
 void copy_device_to_device(void* dst, const void* src, size_t bytes);
 void fill_bytes(void* device_dst, int byte_value, size_t bytes);

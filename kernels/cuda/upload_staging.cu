@@ -73,11 +73,18 @@ bool release_oldest(Staging& staging, bool wait) {
 
 }  // namespace
 
-void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes) {
+void copy_host_parts_to_device(void* device_dst, const std::vector<HostPart>& parts) {
+  size_t bytes = 0;
+  for (const HostPart& part : parts) bytes += part.bytes;
   if (bytes == 0) return;
+  char* const dst = static_cast<char*>(device_dst);
   if (bytes > largest_staged) {
-    MCDL_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, engine_stream()));
-    // The host buffer may be freed or reused as soon as we return (pageable memory).
+    for (size_t offset = 0; const HostPart& part : parts) {
+      if (part.bytes)
+        MCDL_CUDA_CHECK(cudaMemcpyAsync(dst + offset, part.data, part.bytes, cudaMemcpyHostToDevice, engine_stream()));
+      offset += part.bytes;
+    }
+    // The host buffers may be freed or reused as soon as we return (pageable memory).
     MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
     return;
   }
@@ -89,8 +96,11 @@ void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes) {
   std::optional<size_t> at;
   while (!(at = staging.spans.take(span))) release_oldest(staging, true);
   char* const staged = staging.buffer + *at;
-  std::memcpy(staged, host_src, bytes);
-  MCDL_CUDA_CHECK(cudaMemcpyAsync(device_dst, staged, bytes, cudaMemcpyHostToDevice, engine_stream()));
+  for (size_t offset = 0; const HostPart& part : parts) {
+    if (part.bytes) std::memcpy(staged + offset, part.data, part.bytes);
+    offset += part.bytes;
+  }
+  MCDL_CUDA_CHECK(cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyHostToDevice, engine_stream()));
   cudaEvent_t done = nullptr;
   if (staging.spare.empty()) {
     MCDL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -100,6 +110,10 @@ void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes) {
   }
   staging.events.push_back(done);
   MCDL_CUDA_CHECK(cudaEventRecord(done, engine_stream()));
+}
+
+void copy_host_to_device(void* device_dst, const void* host_src, size_t bytes) {
+  copy_host_parts_to_device(device_dst, {{host_src, bytes}});
 }
 
 }  // namespace mcdl::cuda

@@ -37,7 +37,7 @@ TEST_CASE("staging spans: in order, wrapping to the start, full until the oldest
   CHECK_THROWS(spans.release_oldest());
 }
 
-TEST_CASE("uploads: a host buffer reused at once after each upload, and one above the staged size") {
+TEST_CASE("uploads: a host buffer reused at once after each upload, one above the staged size, several joined") {
   const Device gpu = Device::cuda();
   std::vector<int32_t> host(1000);
   std::vector<Tensor> uploaded;
@@ -60,4 +60,18 @@ TEST_CASE("uploads: a host buffer reused at once after each upload, and one abov
   Tensor device_big = empty({static_cast<int64_t>(big.size())}, DType::u8, gpu);
   cuda::copy_host_to_device(device_big.raw_data(), big.data(), big.size());
   CHECK(device_big.to_vector<uint8_t>() == big);
+
+  // Several host buffers back to back, staged and above the staged size (an empty part included).
+  const std::vector<uint8_t> head = {1, 2, 3}, tail = {9, 8};
+  for (const std::vector<uint8_t>* middle : {&head, static_cast<const std::vector<uint8_t>*>(&big)}) {
+    std::vector<uint8_t> expected = head;
+    expected.insert(expected.end(), middle->begin(), middle->end());
+    expected.insert(expected.end(), tail.begin(), tail.end());
+    Tensor joined = empty({static_cast<int64_t>(expected.size())}, DType::u8, gpu);
+    cuda::copy_host_parts_to_device(joined.raw_data(), {{head.data(), head.size()},
+                                                        {middle->data(), middle->size()},
+                                                        {nullptr, 0},
+                                                        {tail.data(), tail.size()}});
+    CHECK(joined.to_vector<uint8_t>() == expected);
+  }
 }
