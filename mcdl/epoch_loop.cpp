@@ -47,7 +47,8 @@ bool EpochLog::record(const std::vector<Tensor>& terms, int64_t batch, int64_t& 
   // On the CPU reading costs nothing: every step, so the bar is live and a NaN stops at once.
   if (terms.front().device().is_cpu() || static_cast<int64_t>(kept_batches_.size()) >= steps_per_read) read_kept();
   char status[64] = "";  // the running mean of the steps read so far
-  if (read_ > 0) std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(read_));
+  const int64_t read = done_ - static_cast<int64_t>(kept_batches_.size());
+  if (read > 0) std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(read));
   bar_.update(done_, done_ * batch_size_, status);
   return max_iters_ <= 0 || iterations < max_iters_;
 }
@@ -61,7 +62,6 @@ void EpochLog::read_kept() {
                                   values.begin() + static_cast<std::ptrdiff_t>((step + 1) * n));
     if (check_) check_(row, kept_batches_[step]);
     for (size_t t = 0; t < n; ++t) sums_[t] += row[t];
-    ++read_;
   }
   kept_.clear();
   kept_batches_.clear();

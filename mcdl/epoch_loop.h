@@ -57,7 +57,7 @@ class EpochLog {
   std::vector<double> sums_;
   std::vector<Tensor> kept_;       // the terms of the steps not yet read, step after step
   std::vector<int64_t> kept_batches_;
-  int64_t done_ = 0, read_ = 0, num_batches_, batch_size_, max_iters_;
+  int64_t done_ = 0, num_batches_, batch_size_, max_iters_;
   ProgressBar bar_;
 };
 

@@ -4,10 +4,8 @@
 #include "engine/tensor.h"
 
 namespace mcdl {
-class HostIndex;  // engine/ops/indexing.h
-}
 
-namespace mcdl {
+class HostIndex;  // engine/ops/indexing.h
 
 // mean_n −log_softmax(logits)[n, targets[n]] with logits [N, C] and class indices targets [N]
 // (i64 or i32). Every target must lie in [0, C): there is no ignore_index.

@@ -25,7 +25,7 @@ inline void write_grad(T& dst, double value, bool overwrite) {
 
 // ---- gelu: exact erf form 0.5·x·(1 + erf(x/√2)) (PyTorch nn.GELU, approximate='none') --------
 // In T's own precision, as the CUDA kernel; float through the four-lane erf of erf_float.h
-// (glibc's scalar erff was a third of the demo's forward pass), in blocks over the threads.
+// (glibc's scalar erff took a fifth of a demo run), in blocks over the threads.
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
   constexpr T inv_sqrt2 = static_cast<T>(1.0 / std::numbers::sqrt2);

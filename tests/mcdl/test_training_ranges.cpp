@@ -15,29 +15,41 @@
 using namespace mcdl;
 namespace fs = std::filesystem;
 
-TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a range per phase") {
-  const fs::path data = testing::coloured_squares_dataset("ranges-data");
-  const fs::path out = fs::temp_directory_path() / ("mcdl-ranges-run-" + std::to_string(::getpid()));
+namespace {
+
+// One epoch of `method` on the emulated CUDA device, small enough for the emulator: one block on
+// 2 x 2 patches, 16 images scored.
+TrainConfig emulated_epoch(const fs::path& data, const fs::path& out, const std::string& method, int64_t batch_size) {
   TrainConfig c = testing::squares_run_config(data, out);
-  c.method = "simgcd+mcdl";
+  c.method = method;
   c.device = "cuda";
   c.epochs = 1;
-  c.mcdl_start = 0;
-  // Small enough for the emulator: one block on 2 x 2 patches, two batches, 16 images scored.
   c.model = "img=16,patch=8,dim=16,depth=1,heads=2,chans=3";
   c.head_hidden = 32;
   c.head_bottleneck = 16;
-  c.batch_size = 108;
+  c.batch_size = batch_size;
   c.eval_subset = 16;
+  return c;
+}
+
+// The names the emulator records while `config` trains.
+std::vector<std::string> recorded_ranges(const TrainConfig& config, int* still_open = nullptr) {
+  const emu::RangeRecording recording;
+  run_training(config, false);
+  if (still_open) *still_open = recording.open();
+  return recording.names();
+}
+
+}  // namespace
+
+TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a range per phase") {
+  const fs::path data = testing::coloured_squares_dataset("ranges-data");
+  const fs::path out = fs::temp_directory_path() / ("mcdl-ranges-run-" + std::to_string(::getpid()));
+  TrainConfig c = emulated_epoch(data, out, "simgcd+mcdl", 108);  // two batches
+  c.mcdl_start = 0;
   c.mu = 1;  // every unlabelled sample seen once is in a bucket: L_sup, L_semi and L_self all run
-  std::vector<std::string> names;
   int open = -1;
-  {
-    const emu::RangeRecording recording;
-    run_training(c, false);
-    names = recording.names();
-    open = recording.open();
-  }
+  const std::vector<std::string> names = recorded_ranges(c, &open);
   CHECK(open == 0);
   // The device-to-host read-backs of one training step (from one "batch" range to the next), each
   // a synchronisation on a GPU. One today: the bucket lists with the weak bank's modes (one copy).
@@ -75,21 +87,7 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
 TEST_CASE("host waits: an SimGCD step on the CUDA device never waits for it") {
   const fs::path data = testing::coloured_squares_dataset("waits-data");
   const fs::path out = fs::temp_directory_path() / ("mcdl-waits-run-" + std::to_string(::getpid()));
-  TrainConfig c = testing::squares_run_config(data, out);
-  c.method = "simgcd";
-  c.device = "cuda";
-  c.epochs = 1;
-  c.model = "img=16,patch=8,dim=16,depth=1,heads=2,chans=3";
-  c.head_hidden = 32;
-  c.head_bottleneck = 16;
-  c.batch_size = 54;  // four steps
-  c.eval_subset = 16;
-  std::vector<std::string> names;
-  {
-    const emu::RangeRecording recording;
-    run_training(c, false);
-    names = recording.names();
-  }
+  const std::vector<std::string> names = recorded_ranges(emulated_epoch(data, out, "simgcd", 54));  // four steps
   // The training steps: from one "batch" range to the next, with an optimizer step in between.
   using Position = std::vector<std::string>::const_iterator;
   std::vector<std::pair<Position, Position>> steps;
