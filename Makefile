@@ -236,6 +236,17 @@ $(BENCH_AUGMENT): $(BUILD)/tools/bench_augment.o $(LIB) $(filter %.a,$(KERNEL_LI
 	$(CXX) $(BUILD)/tools/bench_augment.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
 -include $(BUILD)/tools/bench_augment.d
 
+# The CPU GELU against the same formula with glibc's scalar erff (tools/bench_gelu.cpp).
+BENCH_GELU := $(BUILD)/bench_gelu
+all: $(BENCH_GELU)
+bench: bench-gelu
+.PHONY: bench-gelu
+bench-gelu: $(BENCH_GELU)
+	./$(BENCH_GELU)
+$(BENCH_GELU): $(BUILD)/tools/bench_gelu.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $(BUILD)/tools/bench_gelu.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+-include $(BUILD)/tools/bench_gelu.d
+
 # ---- Fuzzing: `make fuzz FUZZ_SECONDS=N` -------------------------------------------------------
 # libFuzzer targets (tests/fuzz/fuzz_<name>.cpp) for the parsers of outside bytes, built with
 # clang++ and AddressSanitizer + UndefinedBehaviorSanitizer into build-fuzz/ (never mixed with
