@@ -21,6 +21,7 @@
 #include "layers/gcd_head.h"
 #include "layers/vision_transformer.h"
 #include "mcdl/cluster_centres.h"
+#include "mcdl/checkpoint_writer.h"
 #include "mcdl/epoch_loop.h"
 #include "mcdl/epoch_plan.h"
 #include "mcdl/estimate_k.h"
@@ -106,6 +107,7 @@ class GcdRun {
   bool resume_;
   Device device_;
   RunDirectory run_;
+  CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
   int64_t clusters_ = 0;  // ss-k-means' K (--clusters)
   std::unique_ptr<VisionTransformer> backbone_;
@@ -178,6 +180,7 @@ RunSummary GcdRun::run() {
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
+  checkpoints_.wait();  // the last checkpoint is on disk before the run reports it is done
   summary.accuracy = accuracy_;
   summary.test_accuracy = test_accuracy_;
   return summary;
@@ -293,7 +296,7 @@ void GcdRun::save_checkpoint(int64_t epochs_completed) {
   auto metadata = checkpoint_metadata(config_, progress_, epochs_completed,
                                       model_config_to_json(ModelConfig{backbone_->config(), HeadConfig{}}));
   metadata[frozen_backbone_key] = frozen_fingerprint_;
-  run_.save_checkpoint(tensors, metadata, epochs_completed - 1, config_.keep_every);
+  checkpoints_.save(tensors, metadata, epochs_completed - 1, config_.keep_every);
 }
 
 void GcdRun::load_checkpoint() {

@@ -23,6 +23,7 @@
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
+#include "mcdl/checkpoint_writer.h"
 #include "mcdl/credibility.h"
 #include "mcdl/epoch_loop.h"
 #include "mcdl/estimate_k.h"
@@ -92,6 +93,7 @@ class Trainer {
   bool resume_;
   Device device_;
   RunDirectory run_;
+  CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
   int64_t clusters_ = 0;  // the head's outputs (--clusters)
   std::unique_ptr<SimGCDModel> model_;
@@ -172,6 +174,7 @@ RunSummary Trainer::run() {
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
        [this](int64_t epoch, MetricsRow& row, bool final) { evaluate(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
+  checkpoints_.wait();  // the last checkpoint is on disk before the run reports it is done
   summary.accuracy = last_accuracy_;
   summary.test_accuracy = last_test_accuracy_;
   return summary;
@@ -320,7 +323,7 @@ void Trainer::save_checkpoint(int64_t epochs_completed) {
   }
   auto metadata = checkpoint_metadata(config_, progress_, epochs_completed, model_config_to_json(model_->config()));
   metadata[frozen_backbone_key] = frozen_fingerprint_;
-  run_.save_checkpoint(tensors, metadata, epochs_completed - 1, config_.keep_every);
+  checkpoints_.save(tensors, metadata, epochs_completed - 1, config_.keep_every);
 }
 
 // Over the model's current parameter tensors: rebuilt after load_parameters replaces them.
