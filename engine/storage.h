@@ -1,6 +1,7 @@
 // Reference-counted raw memory on one device. Tensors share a Storage through a
 // shared_ptr and address it with an element offset, so views cost no copy.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,8 +17,15 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() { return data_; }
+  // A writable pointer is counted (writes()): a copy made from this storage (a cached bf16 copy
+  // of a frozen weight) can then tell that its source may have changed since it was made.
+  void* data() {
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    return data_;
+  }
   const void* data() const { return data_; }
+  // How many writable pointers to these bytes were handed out so far.
+  uint64_t writes() const { return writes_.load(std::memory_order_relaxed); }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
@@ -25,6 +33,7 @@ class Storage {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  std::atomic<uint64_t> writes_{0};
 };
 
 // Bytes currently held by live Storage objects on a device: the leak tests watch this.

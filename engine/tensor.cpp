@@ -1,6 +1,7 @@
 #include "engine/tensor.h"
 
 #include <sstream>
+#include <utility>
 
 #include "engine/autograd.h"
 #include "engine/backend.h"
@@ -49,7 +50,11 @@ void* Tensor::raw_data() {
   check_defined("raw_data");
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * static_cast<int64_t>(dtype_size(dtype()));
 }
-const void* Tensor::raw_data() const { return const_cast<Tensor*>(this)->raw_data(); }
+const void* Tensor::raw_data() const {
+  check_defined("raw_data");
+  return static_cast<const char*>(std::as_const(*impl_->storage).data()) +
+         impl_->offset * static_cast<int64_t>(dtype_size(dtype()));
+}
 const std::shared_ptr<Storage>& Tensor::storage() const {
   check_defined("storage");
   return impl_->storage;

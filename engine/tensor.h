@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/device.h"
@@ -78,6 +79,7 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
   void check_defined(const char* what) const;
+  template <class T> void check_access(const char* what, bool host_only) const;
 };
 
 struct TensorImpl {
@@ -111,31 +113,39 @@ void write_from_double(void* data, DType dtype, int64_t index, double value);
 
 // ---- template definitions -------------------------------------------------------------
 template <class T>
+void Tensor::check_access(const char* what, bool host_only) const {
+  check_defined(what);
+  check(dtype_of<T>::value == dtype(), what, "<", dtype_name(dtype_of<T>::value), ">: tensor is ", *this);
+  check(!host_only || device().is_cpu(), what, ": tensor ", *this,
+        " is not on the cpu; copy it with .to(Device::cpu())");
+}
+// The const accessors read the storage through its const side: only a writable pointer counts
+// as a write (Storage::writes).
+template <class T>
 T* Tensor::data() {
-  check_defined("data");
-  check(dtype_of<T>::value == dtype(), "data<", dtype_name(dtype_of<T>::value), ">: tensor is ", *this);
-  check(device().is_cpu(), "data: tensor ", *this, " is not on the cpu; copy it with .to(Device::cpu())");
+  check_access<T>("data", true);
   return static_cast<T*>(impl_->storage->data()) + impl_->offset;
 }
 template <class T>
 const T* Tensor::data() const {
-  return const_cast<Tensor*>(this)->data<T>();
+  check_access<T>("data", true);
+  return static_cast<const T*>(std::as_const(*impl_->storage).data()) + impl_->offset;
 }
 
 template <class T>
 T* Tensor::ptr() {
-  check_defined("ptr");
-  check(dtype_of<T>::value == dtype(), "ptr<", dtype_name(dtype_of<T>::value), ">: tensor is ", *this);
+  check_access<T>("ptr", false);
   return static_cast<T*>(impl_->storage->data()) + impl_->offset;
 }
 template <class T>
 const T* Tensor::ptr() const {
-  return const_cast<Tensor*>(this)->ptr<T>();
+  check_access<T>("ptr", false);
+  return static_cast<const T*>(std::as_const(*impl_->storage).data()) + impl_->offset;
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor host = to(Device::cpu()).to(dtype_of<T>::value);
+  const Tensor host = to(Device::cpu()).to(dtype_of<T>::value);
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());
 }

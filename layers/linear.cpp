@@ -12,7 +12,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamI
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
 
 Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual) const {
-  return bf16_linear(x, weight, bias, residual);
+  return bf16_linear(x, weight_bf16_.of(weight), bias.defined() ? bias_bf16_.of(bias) : Tensor(), residual);
 }
 
 void Linear::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {

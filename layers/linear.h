@@ -1,5 +1,6 @@
 // nn.Linear: y = x·Wᵀ + b with weight [out, in] and an optional bias [out].
 #pragma once
+#include "engine/ops/inference.h"
 #include "layers/module.h"
 
 namespace mcdl {
@@ -11,7 +12,8 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias, ParamInit weight_init);
 
   Tensor forward(const Tensor& x) const;  // [..., in] → [..., out]
-  // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product).
+  // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product);
+  // the weight and bias rounded to bf16 once and kept until they change.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual = Tensor()) const;
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
@@ -19,6 +21,7 @@ class Linear : public Module {
 
  private:
   ParamInit weight_init_;
+  mutable Bf16Copy weight_bf16_, bias_bf16_;
 };
 
 }  // namespace mcdl

@@ -20,7 +20,29 @@ void check_inference_input(const char* op, const Tensor& x, DType dtype) {
   check(!x.requires_grad(), op, ": forward only (the frozen blocks), but input ", x, " requires a gradient");
 }
 
+// A product's parameter: f32 (rounded here) or bf16 (rounded once by a Bf16Copy).
+void check_product_parameter(const char* op, const Tensor& p) {
+  check_defined(op, p, "parameter");
+  check(p.dtype() == DType::f32 || p.dtype() == DType::bf16, op, ": expected an f32 or bf16 parameter, got ", p);
+  check(!p.requires_grad(), op, ": forward only (the frozen blocks), but parameter ", p, " requires a gradient");
+}
+
 }  // namespace
+
+const Tensor& Bf16Copy::of(const Tensor& source) {
+  if (source.dtype() == DType::bf16) return source;
+  const std::shared_ptr<Storage>& storage = source.storage();
+  const bool same = copy_.defined() && storage_.lock() == storage && offset_ == source.storage_offset() &&
+                    shape_ == source.shape() && writes_ == storage->writes();
+  if (!same) {
+    copy_ = source.to(DType::bf16);
+    storage_ = storage;
+    offset_ = source.storage_offset();
+    shape_ = source.shape();
+    writes_ = storage->writes();
+  }
+  return copy_;
+}
 
 Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   check_inference_input("bf16_layer_norm", x, DType::bf16);
@@ -41,13 +63,13 @@ Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
 Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
   check_inference_input("bf16_linear", x, DType::bf16);
-  check_inference_input("bf16_linear", weight, DType::f32);
+  check_product_parameter("bf16_linear", weight);
   const int64_t in = x.dim() >= 1 ? x.size(-1) : 0;
   check(weight.dim() == 2 && weight.size(1) == in && weight.device() == x.device(), "bf16_linear: input ", x,
         " does not fit weight ", weight);
   const int64_t out_features = weight.size(0);
   if (bias.defined()) {
-    check_inference_input("bf16_linear", bias, DType::f32);
+    check_product_parameter("bf16_linear", bias);
     check(bias.shape() == Shape{out_features} && bias.device() == x.device(), "bf16_linear: bias ", bias,
           " does not fit weight ", weight);
   }

@@ -1,0 +1,129 @@
+// Bf16Copy (engine/ops/inference.h): a frozen weight is rounded to bf16 once and the copy kept;
+// it is made again after any write to the weight's storage or for another tensor, so a kept copy
+// is never stale. And Storage::writes, which it relies on, counts writable pointers only.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/ops.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/emu/profile_ranges.h"
+#include "layers/linear.h"
+#include "layers/simgcd_model.h"
+#include "tests/gradcheck.h"
+
+using namespace mcdl;
+using namespace mcdl::testing;
+using Names = std::vector<std::string>;
+
+namespace {
+
+// Writes host values into t's own buffer, as an optimizer step or a load writes a parameter.
+void overwrite(Tensor& t, const Tensor& host_values) {
+  if (t.device().is_cpu())
+    std::memcpy(t.raw_data(), host_values.raw_data(), t.nbytes());
+  else
+    cuda::copy_host_to_device(t.raw_data(), host_values.raw_data(), t.nbytes());
+}
+
+std::vector<float> rounded(const Tensor& t) { return t.to(DType::bf16).to(DType::f32).to_vector<float>(); }
+
+}  // namespace
+
+TEST_CASE("storage: only writable pointers count as writes") {
+  Tensor t = zeros({4});
+  const uint64_t before = t.storage()->writes();
+  const Tensor& read_only = t;
+  (void)read_only.data<float>();
+  (void)read_only.ptr<float>();
+  (void)read_only.raw_data();
+  (void)t.to_vector<float>();
+  CHECK(t.storage()->writes() == before);
+  (void)t.data<float>();
+  CHECK(t.storage()->writes() == before + 1);
+  (void)t.ptr<float>();
+  (void)t.raw_data();
+  CHECK(t.storage()->writes() == before + 3);
+}
+
+TEST_CASE("bf16 copy: kept while the source is unchanged, made again after a write or for another tensor") {
+  for (const Device device : {Device::cpu(), Device::cuda()}) {
+    CAPTURE(device);
+    Tensor weight = random_tensor({6, 5}, 1, -1, 1, DType::f32).to(device);
+    Bf16Copy cache;
+    const Tensor first = cache.of(weight);
+    CHECK(first.dtype() == DType::bf16);
+    CHECK(first.to(DType::f32).to_vector<float>() == rounded(weight));
+    CHECK(cache.of(weight).storage() == first.storage());  // reused, not rounded again
+    const Tensor view = weight;                            // another handle on the same bytes
+    CHECK(cache.of(view).storage() == first.storage());
+
+    const Tensor changed = random_tensor({6, 5}, 2, -1, 1, DType::f32);
+    overwrite(weight, changed);
+    const Tensor second = cache.of(weight);
+    CHECK(second.storage() != first.storage());
+    CHECK(second.to(DType::f32).to_vector<float>() == rounded(changed));
+
+    const Tensor other = random_tensor({6, 5}, 3, -1, 1, DType::f32).to(device);
+    CHECK(cache.of(other).to(DType::f32).to_vector<float>() == rounded(other));
+    // A row of the same storage is another source too.
+    const Tensor row = view_of(other, {5}, 5);
+    CHECK(cache.of(row).to(DType::f32).to_vector<float>() == rounded(row));
+
+    const Tensor already = other.to(DType::bf16);
+    CHECK(cache.of(already).storage() == already.storage());
+  }
+}
+
+TEST_CASE("bf16 copy: a frozen Linear's bf16 forward follows its weights through loads and writes") {
+  for (const Device device : {Device::cpu(), Device::cuda()}) {
+    CAPTURE(device);
+    Linear layer(5, 4, true, ParamInit::constant(0.25));
+    layer.initialize(7);
+    layer.to(device);
+    layer.set_requires_grad(false);
+    const Tensor x = random_tensor({3, 5}, 4, -1, 1, DType::f32).to(device).to(DType::bf16);
+    auto fresh = [&] { return bf16_linear(x, layer.weight, layer.bias).to(DType::f32).to_vector<float>(); };
+    auto cached = [&] { return layer.forward_bf16(x).to(DType::f32).to_vector<float>(); };
+    CHECK(cached() == fresh());
+
+    overwrite(layer.weight, random_tensor({4, 5}, 5, -1, 1, DType::f32));  // in place
+    overwrite(layer.bias, random_tensor({4}, 6, -1, 1, DType::f32));
+    CHECK(cached() == fresh());
+
+    layer.load_parameters({{"weight", random_tensor({4, 5}, 8, -1, 1, DType::f32)},
+                           {"bias", random_tensor({4}, 9, -1, 1, DType::f32)}});  // replaced
+    CHECK(cached() == fresh());
+
+    layer.initialize(11);  // drawn in place
+    layer.set_requires_grad(false);
+    CHECK(cached() == fresh());
+  }
+}
+
+TEST_CASE("bf16 copy: a ViT's frozen blocks round their weights on the first bf16 forward only") {
+  ModelConfig config;
+  config.backbone = parse_model_config("img=32,patch=8,dim=48,depth=3,heads=3").backbone;
+  config.head.num_classes = 4;
+  config.head.hidden_dim = 32;
+  config.head.bottleneck_dim = 16;
+  SimGCDModel model(config);
+  model.initialize(7);
+  model.set_grad_from_block(2);  // blocks 0 and 1 frozen: 4 products each, each with a bias
+  model.to(Device::cuda());
+  const Tensor images = random_tensor({2, 3, 32, 32}, 40, -2, 2, DType::f32).to(Device::cuda());
+  set_matmul_precision(MatmulPrecision::bf16);
+  auto conversions_in_forward = [&] {
+    const emu::RangeRecording recording;
+    const Tensor features = model.backbone.forward(images);
+    const Names names = recording.names();
+    return std::count(names.begin(), names.end(), std::string("convert"));
+  };
+  const auto first = conversions_in_forward();
+  const auto second = conversions_in_forward();
+  set_matmul_precision(MatmulPrecision::fp32);
+  CHECK(first - second == 2 * 4 * 2);  // weight and bias of the 8 frozen products
+}
