@@ -135,7 +135,7 @@ endif
 # The step benchmark on the CPU (ViT-B/16 at batch 16, as measured against Debian's PyTorch 1.13).
 bench: $(BENCH) $(STEP_BENCH)
 	./$(BENCH)
-	python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd \
+	python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd,mcdl \
 	  --iterations 3 --warmup 1 --engine $(STEP_BENCH)
 
 # PyTorch's timings of the same ops, where PyTorch and a GPU are present, give the ratio column.

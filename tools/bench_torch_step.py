@@ -9,7 +9,7 @@ second and the engine's ratio to PyTorch in each precision (above 1: the engine 
 A benchmark aid, never a dependency: without PyTorch it prints the engine's numbers alone.
 
   python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
-  python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd
+  python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd,mcdl
 """
 import argparse
 import math
