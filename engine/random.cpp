@@ -254,9 +254,8 @@ Tensor rand_trunc_normal(const Shape& shape, DType dtype, RandomStream& stream, 
   check_float_dtype("rand_trunc_normal", dtype);
   check_trunc_normal_args("rand_trunc_normal", mean, std, a, b);
   Tensor out = empty(shape, dtype);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    write_from_double(out.raw_data(), dtype, i, stream.trunc_normal(mean, std, a, b));
-  }
+  void* data = out.raw_data();
+  for (int64_t i = 0; i < out.numel(); ++i) write_from_double(data, dtype, i, stream.trunc_normal(mean, std, a, b));
   return out.to(device);
 }
 

@@ -183,7 +183,8 @@ Tensor scalar_tensor(double value, DType dtype, Device device) { return full({},
 Tensor arange(int64_t n, DType dtype, Device device) {
   check(n >= 0, "arange: n must be >= 0, got ", n);
   Tensor host = empty({n}, dtype, Device::cpu());
-  for (int64_t i = 0; i < n; ++i) write_from_double(host.raw_data(), dtype, i, static_cast<double>(i));
+  void* data = host.raw_data();
+  for (int64_t i = 0; i < n; ++i) write_from_double(data, dtype, i, static_cast<double>(i));
   return host.to(device);
 }
 
