@@ -28,9 +28,8 @@ VisionTransformer::VisionTransformer(const VitConfig& config)
 Tensor VisionTransformer::prepare_tokens(const Tensor& images) {
   Tensor patches = patch_embed.forward(images);  // [B, N, D]
   const int64_t b = patches.size(0);
-  // cls_token.expand(B, -1, -1) as B references to the one parameter (gradients add up).
-  std::vector<Tensor> parts(static_cast<size_t>(b), cls_token);
-  Tensor tokens = concat({concat(parts, 0), patches}, 1);
+  // cls_token.expand(B, -1, -1): one kernel (B copies of it were B kernel launches per forward).
+  Tensor tokens = concat({expand(cls_token, {b, 1, cls_token.size(2)}), patches}, 1);
   return tokens + interpolate_pos_encoding(pos_embed, images.size(2), images.size(3), config_.patch_size);
 }
 

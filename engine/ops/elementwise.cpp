@@ -183,6 +183,13 @@ Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", BinaryOp::su
 Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", BinaryOp::mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary("div", BinaryOp::div, a, b); }
 
+Tensor expand(const Tensor& x, const Shape& shape) {
+  check_defined("expand", x);
+  check(broadcast_shape("expand", x.shape(), shape) == shape, "expand: ", x, " does not broadcast to ",
+        shape_str(shape), " without growing it");
+  return add(zeros(shape, x.dtype(), x.device()), x);
+}
+
 Tensor add(const Tensor& a, double s) { return unary("add", a, {UnaryOp::add_scalar, s}); }
 Tensor sub(const Tensor& a, double s) { return unary("sub", a, {UnaryOp::sub_scalar, s}); }
 Tensor rsub(double s, const Tensor& a) { return unary("rsub", a, {UnaryOp::rsub_scalar, s}); }

@@ -43,4 +43,9 @@ inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
 inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
 inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
 
+// x broadcast to `shape` (PyTorch's x.expand(shape), materialised): one broadcast kernel however
+// many copies, where concatenating n references to x runs n copies; the gradient sums over the
+// broadcast axes. The values are x's (a −0 comes out as +0).
+Tensor expand(const Tensor& x, const Shape& shape);
+
 }  // namespace mcdl

@@ -91,6 +91,18 @@ TEST_CASE("elementwise: gradients of binary ops with broadcasting") {
   check_op("div frozen left operand", div_f, {random_tensor({2, 3}, 36), leaf({3}, 37, 0.5, 2.0)});
 }
 
+TEST_CASE("elementwise: expand copies x along its size-1 axes, its gradient sums over them") {
+  const Tensor x = from_vector<float>({1.5f, -2.0f, 0.25f}, {1, 1, 3});
+  const std::vector<float> expanded = expand(x, {2, 1, 3}).to_vector<float>();
+  CHECK(expanded == std::vector<float>{1.5f, -2.0f, 0.25f, 1.5f, -2.0f, 0.25f});
+  CHECK(expand(x, {1, 1, 3}).to_vector<float>() == x.to_vector<float>());
+  check_op("expand [1,1,3] to [4,1,3]", [](auto& t) { return expand(t[0], {4, 1, 3}); }, {leaf({1, 1, 3}, 90)});
+  check_op("expand [3,1] to [2,3,5]", [](auto& t) { return expand(t[0], {2, 3, 5}); }, {leaf({3, 1}, 91)});
+  CHECK_THROWS_WITH(expand(x, {2, 1, 4}), doctest::Contains("expand: cannot broadcast"));
+  CHECK_THROWS_WITH(expand(from_vector<float>({1, 2}, {2, 1}), {2}),
+                    doctest::Contains("does not broadcast to [2] without growing it"));
+}
+
 TEST_CASE("elementwise: gradients of tensor-scalar forms, unary ops and operators") {
   check_op("add scalar", [](auto& x) { return add(x[0], 2.5); }, {leaf({2, 3}, 40)});
   check_op("sub scalar", [](auto& x) { return sub(x[0], 1.5); }, {leaf({2, 3}, 41)});
