@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/ops.h"
 #include "engine/optim/schedule.h"
 #include "engine/profile.h"
+#include "mcdl/stop_request.h"
 
 namespace mcdl {
 
@@ -50,7 +52,7 @@ bool EpochLog::record(const std::vector<Tensor>& terms, int64_t batch, int64_t& 
   const int64_t read = done_ - static_cast<int64_t>(kept_batches_.size());
   if (read > 0) std::snprintf(status, sizeof status, "loss %.4f", sums_[0] / static_cast<double>(read));
   bar_.update(done_, done_ * batch_size_, status);
-  return max_iters_ <= 0 || iterations < max_iters_;
+  return (max_iters_ <= 0 || iterations < max_iters_) && !stop_requested();
 }
 
 void EpochLog::read_kept() {
@@ -83,12 +85,23 @@ EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const Ru
 
 RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps) {
   const auto start = Clock::now();
+  bool interrupted = false;
   for (int64_t epoch = progress.start_epoch; epoch < loop.epochs && !progress.stop; ++epoch) {
     const auto epoch_start = Clock::now();
     const double lr = loop.lr_at(epoch);
     optimizer.set_lr(lr);
     MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", lr}};
     const bool complete = steps.train(epoch, row);
+    if (!complete && stop_requested()) {  // Ctrl-C or SIGTERM: no evaluation, no metrics row
+      const std::string last = !steps.checkpoint ? "this run writes no checkpoints"
+                               : progress.epochs_completed > 0
+                                   ? "the last checkpoint is after epoch " + std::to_string(progress.epochs_completed)
+                                   : "no checkpoint was written yet";
+      std::fprintf(stderr, "interrupted after %lld iterations, in epoch %lld (not checkpointed; %s)\n",
+                   static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1), last.c_str());
+      progress.stop = interrupted = true;
+      break;
+    }
     steps.finish(epoch, row, progress.stop || epoch + 1 == loop.epochs);
     row.push_back({"seconds", seconds_since(epoch_start)});
     if (loop.metrics) loop.metrics->append_metrics(row);
@@ -107,6 +120,7 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
   }
   RunSummary summary;
+  summary.interrupted = interrupted;
   summary.iterations = progress.iterations;
   summary.epochs_completed = progress.epochs_completed;
   summary.seconds = seconds_since(start);

@@ -60,7 +60,7 @@ void validate_pretrain_config(const PretrainConfig& c) {
         "--warmup-epochs, --max-train and --max-iters must not be negative, --workers at least -1");
 }
 
-double run_pretraining(const PretrainConfig& config) {
+RunSummary run_pretraining(const PretrainConfig& config) {
   validate_pretrain_config(config);
   // The backbone file is written after every epoch: a full disk or read-only directory is found
   // now, before the images are decoded.
@@ -121,7 +121,6 @@ double run_pretraining(const PretrainConfig& config) {
               static_cast<long long>(backbone.parameter_count()), static_cast<long long>(num_batches));
   RunProgress progress;
   Clock::time_point epoch_start;
-  double last_loss = 0.0;
   auto train = [&](int64_t epoch, MetricsRow& row) {
     epoch_start = Clock::now();
     RandomStream order_stream(config.seed, stream_id("pretrain_order", {epoch}));
@@ -150,15 +149,15 @@ double run_pretraining(const PretrainConfig& config) {
   };
   // The backbone file after every epoch, even one cut short by --max-iters: it is the product.
   auto finish = [&](int64_t epoch, MetricsRow& row, bool) {
-    last_loss = row[2].second;  // the mean loss, after epoch and lr
+    const double loss = row[2].second;  // the mean loss, after epoch and lr
     save_backbone_file(config.out, backbone);
     std::printf("epoch %lld/%lld  loss %.4f  lr %.6f  %.1f s\n", static_cast<long long>(epoch + 1),
-                static_cast<long long>(config.epochs), last_loss, row[1].second, seconds_since(epoch_start));
+                static_cast<long long>(config.epochs), loss, row[1].second, seconds_since(epoch_start));
     std::fflush(stdout);
   };
-  run_epochs({.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }, .device = device},
-             *optimizer, progress, {train, finish, {}});
-  return last_loss;
+  return run_epochs(
+      {.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }, .device = device},
+      *optimizer, progress, {train, finish, {}});
 }
 
 }  // namespace mcdl

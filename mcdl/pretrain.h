@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mcdl/options.h"
+#include "mcdl/trainer.h"  // RunSummary
 
 namespace mcdl {
 
@@ -38,7 +39,8 @@ struct PretrainConfig {
 std::vector<ConfigOption> pretrain_options(PretrainConfig& config);
 void validate_pretrain_config(const PretrainConfig& config);
 
-// Trains and writes config.out after every epoch (atomically); returns the last epoch's mean loss.
-double run_pretraining(const PretrainConfig& config);
+// Trains and writes config.out after every epoch (atomically); the summary says whether Ctrl-C
+// or SIGTERM stopped it (mcdl/stop_request.h).
+RunSummary run_pretraining(const PretrainConfig& config);
 
 }  // namespace mcdl

@@ -21,6 +21,7 @@ struct RunSummary {
   int64_t epochs_completed = 0;
   int64_t iterations = 0;
   double seconds = 0.0;
+  bool interrupted = false;  // stopped by Ctrl-C or SIGTERM (mcdl/stop_request.h) before the end
 };
 
 // Runs `config` (validated first) into config.out. With `resume`, config.out holds an earlier

@@ -41,7 +41,12 @@ int run(int argc, char** argv) {
     mcdl::check(i + 1 < argc, "option ", argv[i], " needs a value (see --help)");
     mcdl::set_option(options, name, argv[++i]);
   }
-  mcdl::run_pretraining(config);
+  mcdl::tools::stop_runs_on_interrupt();
+  if (mcdl::run_pretraining(config).interrupted) {
+    std::fprintf(stderr, "stopped; %s is rewritten after every whole epoch: it holds the last one that ended\n",
+                 config.out.c_str());
+    return mcdl::tools::interrupted_status;
+  }
   std::printf("wrote %s\n", config.out.c_str());
   return 0;
 }

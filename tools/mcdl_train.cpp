@@ -99,7 +99,12 @@ int run(int argc, char** argv) {
                 "run directory ", config.out, " already holds a run; continue it with --resume ", config.out,
                 " or choose another --out");
   }
+  mcdl::tools::stop_runs_on_interrupt();
   const mcdl::RunSummary summary = mcdl::run_training(config, resume);
+  if (summary.interrupted) {
+    std::fprintf(stderr, "stopped; continue with ./mcdl_train --resume %s\n", config.out.c_str());
+    return mcdl::tools::interrupted_status;
+  }
   // The last epoch, never a selected one: transductive (the unlabelled training images) and
   // inductive (the test split), each where scored.
   std::string line = "final";

@@ -1,7 +1,8 @@
-// Crash safety end to end: ./mcdl_train killed with SIGKILL at pseudo-random moments (inside a
-// step, an evaluation or a checkpoint write, wherever the moment falls), restarted with
-// --resume (or afresh while no checkpoint exists yet) until it finishes, must end with the
-// uninterrupted run's checkpoint, metrics and predictions, bit for bit, on the CPU.
+// Crash safety end to end: ./mcdl_train killed with SIGKILL, or stopped with Ctrl-C, at
+// pseudo-random moments (inside a step, an evaluation or a checkpoint write, wherever the moment
+// falls), restarted with --resume (or afresh while no checkpoint exists yet) until it finishes,
+// must end with the uninterrupted run's checkpoint, metrics and predictions, bit for bit, on the
+// CPU.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -94,8 +95,10 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
   // load can change between runs (other jobs, sanitizers): a run that finishes before any kill
   // has landed is thrown away and the series starts again on a time scale half as long, so the
   // test always kills at least once, wherever the moment falls.
+  // Every other stop is a Ctrl-C (SIGINT) instead: the run ends its step, lets the checkpoint in
+  // flight finish and exits with 130 (or dies at once if the signal came before the handler).
   RandomStream stream(11, stream_id("kill-resume"));
-  int kills = 0, finished = -1;
+  int kills = 0, interrupts = 0, finished = -1;
   for (int attempt = 0, restarts = 0; attempt < 12 && finished != 0; ++attempt) {
     const pid_t pid = start_mcdl_train(continue_args(c.out, config), log);
     int status = 0;
@@ -103,16 +106,26 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
       const double fraction = 0.1 + 0.8 * static_cast<double>(stream.randint(0, 1000)) / 1000.0;
       std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(fraction * run_ms)));
       if (waitpid(pid, &status, WNOHANG) == 0) {
-        ::kill(pid, SIGKILL);
-        ++kills;
+        const bool interrupt = attempt % 2 == 1;
+        ::kill(pid, interrupt ? SIGINT : SIGKILL);
         waitpid(pid, &status, 0);
-        continue;
+        if (!interrupt || !WIFEXITED(status)) {
+          ++kills;
+          continue;
+        }
+        if (WEXITSTATUS(status) == 130) {
+          ++interrupts;
+          const std::string text = testing::read_text(log);
+          CHECK(text.find("interrupted after") != std::string::npos);
+          CHECK(text.find("stopped; continue with ./mcdl_train --resume " + c.out) != std::string::npos);
+          continue;
+        }
       }
     } else {
       waitpid(pid, &status, 0);
     }
     finished = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (finished == 0 && kills == 0 && restarts < 8) {
+    if (finished == 0 && (kills == 0 || interrupts == 0) && restarts < 8) {
       fs::remove_all(c.out);
       run_ms *= 0.5;
       ++restarts;
@@ -123,6 +136,7 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
   INFO("log: ", testing::read_text(log));
   REQUIRE(finished == 0);
   CHECK(kills >= 1);
+  CHECK(interrupts >= 1);
 
   testing::check_same_checkpoints(base / "whole/checkpoints/last.safetensors",
                                   base / "killed/checkpoints/last.safetensors");

@@ -1,13 +1,35 @@
 #include "tools/common/cli.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 
 #include "engine/device.h"
+#include "mcdl/stop_request.h"
 
 namespace mcdl::tools {
+namespace {
+
+extern "C" void on_interrupt(int) {
+  request_stop();
+  static const char message[] = "\nstopping after the current step; once more to quit at once\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+}
+
+}  // namespace
+
+void stop_runs_on_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  action.sa_flags = SA_RESETHAND;  // the second signal takes the default action: the end
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
 
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   // Under a file size limit (ulimit -f) a write past it then fails with EFBIG, which the checked
