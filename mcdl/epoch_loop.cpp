@@ -92,6 +92,7 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
     optimizer.set_lr(lr);
     MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", lr}};
     const bool complete = steps.train(epoch, row);
+    const double train_seconds = seconds_since(epoch_start);  // its last read of the loss terms waited for the device
     if (!complete && stop_requested()) {  // Ctrl-C or SIGTERM: no evaluation, no metrics row
       const std::string last = !steps.checkpoint ? "this run writes no checkpoints"
                                : progress.epochs_completed > 0
@@ -102,7 +103,12 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
       progress.stop = interrupted = true;
       break;
     }
+    const auto finish_start = Clock::now();
     steps.finish(epoch, row, progress.stop || epoch + 1 == loop.epochs);
+    // Where the epoch went: its steps, then the end-of-epoch work (evaluation, reports); the
+    // checkpoint's copy to the host follows the row (its write runs in the background).
+    row.push_back({"train_seconds", train_seconds});
+    row.push_back({"eval_seconds", seconds_since(finish_start)});
     row.push_back({"seconds", seconds_since(epoch_start)});
     if (loop.metrics) loop.metrics->append_metrics(row);
     if (!complete) {

@@ -47,7 +47,9 @@ wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch
 epoch_run() {
   ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
     --precision "$1" --progress false --eval-on unlabelled --out "/tmp/run-$1" &&
-    echo "seconds per epoch ($1): $(cut -d, -f"$(head -1 "/tmp/run-$1/metrics.csv" | tr , '\n' | grep -n '^seconds$' | cut -d: -f1)" "/tmp/run-$1/metrics.csv" | tail -n +2 | tr '\n' ' ')" &&
+    for column in train_seconds eval_seconds seconds; do
+      echo "$column per epoch ($1): $(cut -d, -f"$(head -1 "/tmp/run-$1/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "/tmp/run-$1/metrics.csv" | tail -n +2 | tr '\n' ' ')"
+    done &&
     du -sh "/tmp/run-$1/checkpoints"
 }
 if wants epoch; then

@@ -213,7 +213,8 @@ TEST_CASE("e2e: --method gcd on coloured squares clusters old and new classes we
                            "checkpoints/last.safetensors"})
     CHECK(fs::exists(out / file));
   const std::string csv = read_text(out / "metrics.csv");
-  CHECK(csv.find("epoch,lr,loss,contrastive,supcon,iterations,all,old,new,seconds\n") == 0);
+  CHECK(csv.find("epoch,lr,loss,contrastive,supcon,iterations,all,old,new,train_seconds,eval_seconds,"
+                 "seconds\n") == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 9);
   // The loss column (the third) of the first and the last epoch: training lowered it.
   std::istringstream rows(csv);

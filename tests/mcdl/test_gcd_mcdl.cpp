@@ -53,7 +53,7 @@ TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's ter
   testing::check_learnt_squares(run_training(tiny_config(out), false), 6);
   const std::string csv = testing::read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,contrastive,supcon,l_sup,l_semi,l_self,iterations,all,old,new,high,medium,low,"
-                 "high_pseudo_acc,medium_pseudo_acc,seconds\n") == 0);
+                 "high_pseudo_acc,medium_pseudo_acc,train_seconds,eval_seconds,seconds\n") == 0);
   const auto col = testing::metrics_columns(csv);
   REQUIRE(col.at("epoch").size() == 6);
   for (size_t e = 0; e < 6; ++e) {

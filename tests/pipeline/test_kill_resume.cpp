@@ -55,14 +55,6 @@ std::vector<std::string> continue_args(const fs::path& out, const fs::path& conf
   return {"--config", config.string()};
 }
 
-// metrics.csv without its timing column.
-std::string metrics_without_time(const fs::path& csv) {
-  std::istringstream in(testing::read_text(csv));
-  std::string out;
-  for (std::string line; std::getline(in, line);) out += line.substr(0, line.rfind(',')) + "\n";
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an uninterrupted run ends") {
@@ -140,7 +132,8 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
 
   testing::check_same_checkpoints(base / "whole/checkpoints/last.safetensors",
                                   base / "killed/checkpoints/last.safetensors");
-  CHECK(metrics_without_time(base / "whole/metrics.csv") == metrics_without_time(base / "killed/metrics.csv"));
+  CHECK(testing::metrics_without_timing(base / "whole/metrics.csv") ==
+        testing::metrics_without_timing(base / "killed/metrics.csv"));
   CHECK(testing::read_text(base / "whole/predictions.csv") == testing::read_text(base / "killed/predictions.csv"));
   fs::remove_all(base);
 }
