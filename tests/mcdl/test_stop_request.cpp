@@ -1,0 +1,69 @@
+// A stop asked for from outside (mcdl/stop_request.h: Ctrl-C, SIGTERM) ends every training loop
+// after the step in progress, reported as interrupted, without evaluating the cut epoch; the
+// command-line behaviour (exit 130, the message, resuming bit for bit) is in
+// tests/pipeline/test_kill_resume.cpp.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "mcdl/pretrain.h"
+#include "mcdl/stop_request.h"
+#include "mcdl/trainer.h"
+#include "tests/run_checks.h"
+#include "tests/synthetic_folder_dataset.h"
+
+using namespace mcdl;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Clears the request however the test ends: the other tests run in this process.
+struct StopRequested {
+  StopRequested() { request_stop(); }
+  ~StopRequested() { clear_stop_request(); }
+};
+
+}  // namespace
+
+TEST_CASE("stop request: each training loop ends after one step, interrupted, with nothing evaluated") {
+  const fs::path data = testing::coloured_squares_dataset("stop-data");
+  const fs::path base = fs::temp_directory_path() / ("mcdl-stop-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  for (const std::string method : {"simgcd+mcdl", "gcd"}) {
+    CAPTURE(method);
+    TrainConfig c = testing::squares_run_config(data, base / method);
+    c.method = method;
+    c.epochs = 2;
+    const StopRequested stop;
+    const RunSummary summary = run_training(c, false);
+    CHECK(summary.interrupted);
+    CHECK(summary.iterations == 1);
+    CHECK(summary.epochs_completed == 0);
+    CHECK_FALSE(fs::exists(base / method / "metrics.csv"));  // the cut epoch has no row
+    CHECK_FALSE(fs::exists(base / method / "checkpoints/last.safetensors"));
+  }
+  {
+    PretrainConfig p;
+    p.dataset = "folder";
+    p.data_root = data.string();
+    p.model = "img=16,patch=4,dim=32,depth=2,heads=2,chans=3";
+    p.out = (base / "backbone.safetensors").string();
+    p.device = "cpu";
+    p.epochs = 2;
+    p.batch_size = 32;
+    p.warmup_epochs = 0;
+    p.workers = 0;
+    p.progress = false;
+    const StopRequested stop;
+    const RunSummary summary = run_pretraining(p);
+    CHECK(summary.interrupted);
+    CHECK(summary.iterations == 1);
+    CHECK_FALSE(fs::exists(p.out));  // written after whole epochs only
+  }
+  TrainConfig c = testing::squares_run_config(data, base / "after");
+  c.epochs = 1;
+  CHECK_FALSE(run_training(c, false).interrupted);  // once cleared, runs go to their end
+  fs::remove_all(base);
+}
