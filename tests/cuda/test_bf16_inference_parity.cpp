@@ -10,6 +10,7 @@
 #include "engine/ops.h"
 #include "layers/simgcd_model.h"
 #include "tests/cuda/parity.h"
+#include "tests/layers/vit_test_util.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;
@@ -93,12 +94,7 @@ TEST_CASE("bf16 inference ops refuse what they cannot do") {
 }
 
 TEST_CASE("vit: frozen blocks in bf16 (matmul precision bf16) give the f32 model's CLS features") {
-  ModelConfig config;
-  config.backbone = parse_model_config("img=32,patch=8,dim=48,depth=3,heads=3").backbone;
-  config.head.num_classes = 4;
-  config.head.hidden_dim = 32;
-  config.head.bottleneck_dim = 16;
-  SimGCDModel model(config);
+  SimGCDModel model(small_simgcd_config());
   model.initialize(7);
   model.set_grad_from_block(2);
   const Tensor images = random_f32({3, 3, 32, 32}, 40, -2, 2);

@@ -14,6 +14,7 @@
 #include "layers/linear.h"
 #include "layers/simgcd_model.h"
 #include "tests/gradcheck.h"
+#include "tests/layers/vit_test_util.h"
 
 using namespace mcdl;
 using namespace mcdl::testing;
@@ -105,12 +106,7 @@ TEST_CASE("bf16 copy: a frozen Linear's bf16 forward follows its weights through
 }
 
 TEST_CASE("bf16 copy: a ViT's frozen blocks round their weights on the first bf16 forward only") {
-  ModelConfig config;
-  config.backbone = parse_model_config("img=32,patch=8,dim=48,depth=3,heads=3").backbone;
-  config.head.num_classes = 4;
-  config.head.hidden_dim = 32;
-  config.head.bottleneck_dim = 16;
-  SimGCDModel model(config);
+  SimGCDModel model(small_simgcd_config());
   model.initialize(7);
   model.set_grad_from_block(2);  // blocks 0 and 1 frozen: 4 products each, each with a bias
   model.to(Device::cuda());

@@ -13,6 +13,17 @@
 
 namespace mcdl::testing {
 
+// A SimGCD model small enough for the emulator: a three-block ViT on 32 px images with a narrow
+// head, for the tests of the frozen blocks' bf16 path.
+inline ModelConfig small_simgcd_config() {
+  ModelConfig config;
+  config.backbone = parse_model_config("img=32,patch=8,dim=48,depth=3,heads=3").backbone;
+  config.head.num_classes = 4;
+  config.head.hidden_dim = 32;
+  config.head.bottleneck_dim = 16;
+  return config;
+}
+
 // tests/fixtures/vit/<name>; __FILE__ is relative to the repository root, where tests run.
 inline std::string vit_fixture_path(const std::string& name) {
   namespace fs = std::filesystem;

@@ -73,6 +73,12 @@ TEST_CASE("profile ranges: a SimGCD + MCDL epoch on the CUDA device opens a rang
   const auto data_phase_end = std::find(first_batch, second_batch, "forward");
   CHECK(std::count(first_batch, data_phase_end, "upload_images") == 1);
   CHECK(std::count(first_batch, data_phase_end, "augment_images") == 3);
+  // The CLS token is expanded over a forward's batch by one kernel (expand), not copied once per
+  // image: a step's copies do not grow with its 108 images (each forward has one concat of the
+  // expanded CLS rows with the patches, plus the views' concat and the losses' own).
+  const auto copies = std::count(first_batch, second_batch, "copy_axis_block");
+  MESSAGE("copy kernels in one SimGCD + MCDL step: ", copies);
+  CHECK(copies < 30);
   for (const char* phase : {"batch", "forward", "simgcd_losses", "mcdl", "mcdl_banks", "mcdl_buckets", "mcdl_losses",
                             "read_losses", "backward", "optimizer_step", "evaluation", "checkpoint",
                             // and the kernels' own, e.g. the views', the banks' and the optimizer's
