@@ -232,9 +232,6 @@ bench: bench-augment
 bench-augment: $(BENCH_AUGMENT)
 	./$(BENCH_AUGMENT)
 	-python3 tools/bench_augment_torch.py
-$(BENCH_AUGMENT): $(BUILD)/tools/bench_augment.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
-	$(CXX) $(BUILD)/tools/bench_augment.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
--include $(BUILD)/tools/bench_augment.d
 
 # The CPU GELU against the same formula with glibc's scalar erff (tools/bench_gelu.cpp).
 BENCH_GELU := $(BUILD)/bench_gelu
@@ -243,9 +240,11 @@ bench: bench-gelu
 .PHONY: bench-gelu
 bench-gelu: $(BENCH_GELU)
 	./$(BENCH_GELU)
-$(BENCH_GELU): $(BUILD)/tools/bench_gelu.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
-	$(CXX) $(BUILD)/tools/bench_gelu.o $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
--include $(BUILD)/tools/bench_gelu.d
+
+# Both CPU benchmarks link alike: their object with the library and the kernels.
+$(BENCH_AUGMENT) $(BENCH_GELU): $(BUILD)/%: $(BUILD)/tools/%.o $(LIB) $(filter %.a,$(KERNEL_LIBS))
+	$(CXX) $< $(LIB) $(KERNEL_LIBS) $(LDLIBS) -o $@
+-include $(BUILD)/tools/bench_augment.d $(BUILD)/tools/bench_gelu.d
 
 # ---- Fuzzing: `make fuzz FUZZ_SECONDS=N` -------------------------------------------------------
 # libFuzzer targets (tests/fuzz/fuzz_<name>.cpp) for the parsers of outside bytes, built with
