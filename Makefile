@@ -22,7 +22,8 @@ CXXFLAGS ?= -O2 -g
 # 10-30% slower linear layers on 2 cores).
 OPENBLAS_DIR := /usr/lib/x86_64-linux-gnu/openblas-openmp
 CXXFLAGS += -std=c++20 -fopenmp -Wall -Wextra -Werror -I. -isystem /usr/include/x86_64-linux-gnu/openblas-openmp -MMD -MP
-LDLIBS   += -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -fopenmp -lz
+# oneDNN (Debian's libdnnl, OpenMP runtime) for the host's bf16 products (kernels/cpu/gemm_bf16.h).
+LDLIBS   += -L$(OPENBLAS_DIR) -Wl,-rpath,$(OPENBLAS_DIR) -lopenblas -ldnnl -fopenmp -lz
 # Instrumentation for g++'s compiles and links only (never nvcc): empty except in `make test-asan`.
 SANITIZE ?=
 CXXFLAGS += $(SANITIZE)
@@ -260,9 +261,10 @@ FUZZ_CXXFLAGS := -std=c++20 -g -O1 -I. -isystem /usr/include/x86_64-linux-gnu/op
                  $(FUZZ_SANITIZE) -MMD -MP
 FUZZ_SRCS     := $(wildcard tests/fuzz/fuzz_*.cpp)
 FUZZ_BINS     := $(FUZZ_SRCS:tests/fuzz/%.cpp=$(FUZZ_BUILD)/%)
-# The library under test (the engine, io/ and data/; not layers/ or mcdl/, which no parser
-# needs), compiled with the sanitizers but without libFuzzer's main.
-FUZZ_LIB_SRCS := $(wildcard engine/*.cpp engine/*/*.cpp io/*.cpp data/*.cpp data/*/*.cpp) tools/common/csv_table.cpp
+# The library under test (the engine with its host kernels, io/ and data/; not layers/ or mcdl/,
+# which no parser needs), compiled with the sanitizers but without libFuzzer's main.
+FUZZ_LIB_SRCS := $(wildcard engine/*.cpp engine/*/*.cpp kernels/cpu/*.cpp io/*.cpp data/*.cpp data/*/*.cpp) \
+                 tools/common/csv_table.cpp
 FUZZ_LIB      := $(FUZZ_BUILD)/libmcdl_fuzz.a
 # The emulated CUDA runtime the tensor code links against (device copies, conversions, profile
 # ranges; never reached from the parsers, whose tensors live on the CPU). clang 14 cannot compile

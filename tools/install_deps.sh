@@ -10,6 +10,7 @@ quiet=${1:-}
 missing=""
 for pair in \
   libopenblas-openmp-dev:/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
+  libdnnl-dev:/usr/include/oneapi/dnnl/dnnl.hpp \
   doctest-dev:/usr/include/doctest/doctest.h \
   libstb-dev:/usr/include/stb/stb_image.h \
   zlib1g-dev:/usr/include/zlib.h \

@@ -4,6 +4,7 @@
 
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
+#include "kernels/cpu/gemm_bf16.h"  // bf16_products_native
 
 namespace mcdl {
 namespace {
@@ -51,9 +52,13 @@ MatmulPrecision parse_matmul_precision(const std::string& text) {
 MatmulPrecision select_matmul_precision(const std::string& text, Device device) {
   if (text == "auto") return select_matmul_precision(device.is_cuda() ? "bf16" : "fp32", device);
   const MatmulPrecision value = parse_matmul_precision(text);
-  check(value == MatmulPrecision::fp32 || device.is_cuda(), "--precision ", text,
-        ": needs a CUDA device (the CPU backend computes in fp32: Debian's OpenBLAS 0.3.21 has no bf16 GEMM and ",
-        "the processor no TF32); run with --precision fp32");
+  if (!device.is_cuda()) {
+    check(value != MatmulPrecision::tf32, "--precision tf32: needs a CUDA device (TF32 is a tensor-core format); ",
+          "on the CPU run with --precision fp32, or bf16 where the processor has AVX512-BF16");
+    check(value != MatmulPrecision::bf16 || cpu::bf16_products_native(),
+          "--precision bf16: this processor has no AVX512-BF16 (oneDNN would emulate bf16 products, slower than ",
+          "fp32); run with --precision fp32, or on a CUDA device");
+  }
   set_matmul_precision(value);
   return value;
 }

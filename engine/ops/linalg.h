@@ -16,15 +16,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 // How f32 matrix products run on a CUDA device: full fp32 (the default, as PyTorch ≥ 1.12),
 // TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation), or bf16 tensor cores (inputs
-// rounded to bf16 as PyTorch's autocast does; fp32 accumulation and output). The CPU always uses
-// fp32: the tools refuse tf32 and bf16 there (Debian's OpenBLAS has no bf16 GEMM).
+// rounded to bf16 as PyTorch's autocast does; fp32 accumulation and output). On the CPU, bf16
+// products run through oneDNN (Debian's OpenBLAS has no bf16 GEMM), and tf32 runs as fp32.
 enum class MatmulPrecision { fp32, tf32, bf16 };
 // "fp32", "tf32", "bf16"; parse_matmul_precision names the choices when the text is none of them.
 const char* matmul_precision_name(MatmulPrecision precision);
 MatmulPrecision parse_matmul_precision(const std::string& text);
 // --precision for a run on `device`: "auto" is bf16 on a CUDA device and fp32 on the CPU (the
-// fastest mode whose fidelity was measured: README, "Precision"); tf32 and bf16 are refused on
-// the CPU with a message that says what to do. Makes it the process's matmul precision and
+// fastest mode whose fidelity was measured: README, "Precision"); on the CPU tf32 is refused, and
+// bf16 unless the processor multiplies bf16 natively (AVX512-BF16), with a message that says
+// what to do. Makes it the process's matmul precision and
 // returns it.
 MatmulPrecision select_matmul_precision(const std::string& text, Device device);
 void set_matmul_precision(MatmulPrecision precision);

@@ -1,41 +1,21 @@
 // The frozen blocks' bf16 inference path on the host: the reference for the CUDA twins
-// (kernels/cuda/bf16_inference.h, and linear_bf16 of kernels/cuda/gemm.h). Inputs
-// are widened to float, the math is the fp32 math of the device kernels (products through
-// OpenBLAS's sgemm), and every output element is rounded to bf16 once.
+// (kernels/cuda/bf16_inference.h, and linear_bf16 of kernels/cuda/gemm.h). Inputs are widened
+// to float and the math is the fp32 math of the device kernels, the products bf16 products with
+// fp32 accumulation through oneDNN (kernels/cpu/gemm_bf16.h); every output element is rounded to
+// bf16 once.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"  // linear_bf16
+#include "kernels/cpu/nn.h"         // gelu_f32x4
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
-
-// The n elements from x as floats.
-inline std::vector<float> widened(const bf16* x, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  parallel_for(n, [&](int64_t i) { out[static_cast<size_t>(i)] = static_cast<float>(x[i]); });
-  return out;
-}
-
-inline void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                        const bf16* residual, bf16* y) {
-  if (rows == 0 || out == 0) return;
-  // The product's start value: bias (+ residual), summed in fp32 as the epilogue does.
-  std::vector<float> acc(static_cast<size_t>(rows * out));
-  parallel_rows(rows, out, [&](int64_t r) {
-    for (int64_t c = 0; c < out; ++c)
-      acc[static_cast<size_t>(r * out + c)] =
-          static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f);
-  });
-  if (in > 0) {
-    const std::vector<float> x32 = widened(x, rows * in), w32 = widened(w, out * in);
-    gemm(false, true, rows, out, in, 1.0f, x32.data(), in, w32.data(), in, 1.0f, acc.data(), out);
-  }
-  parallel_for(rows * out, [&](int64_t i) { y[i] = bf16(acc[static_cast<size_t>(i)]); });
-}
 
 inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16* y, int64_t rows, int64_t d,
                             float eps) {
@@ -54,10 +34,15 @@ inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta
   });
 }
 
+// In blocks: widened to float, the fp32 GELU's four-lane formula (nn.h), rounded once.
 inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
-  parallel_for(n, [&](int64_t i) {
-    const float v = static_cast<float>(x[i]);
-    y[i] = bf16(0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)));
+  constexpr int64_t block = 4096;
+  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
+    const int64_t begin = b * block, count = std::min(block, n - begin);
+    float buffer[block];
+    for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(x[begin + i]);
+    map_f32x4(buffer, buffer, count, gelu_f32x4);
+    for (int64_t i = 0; i < count; ++i) y[begin + i] = bf16(buffer[i]);
   });
 }
 
@@ -66,7 +51,7 @@ inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
   parallel_rows(rows, d, [&](int64_t r) {
     const bf16* xr = x + r * d;
     float top = -INFINITY;
-    for (int64_t c = 0; c < d; ++c) top = std::fmax(top, static_cast<float>(xr[c]));
+    for (int64_t c = 0; c < d; ++c) top = std::max(top, static_cast<float>(xr[c]));
     float sum = 0;
     for (int64_t c = 0; c < d; ++c) sum += std::exp(static_cast<float>(xr[c]) - top);
     const float inverse = 1.0f / sum;
@@ -77,36 +62,59 @@ inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
 // DINO's attention core (kernels/cuda/bf16_inference.h) with the fused kernel's roundings, those of
 // flash attention: the scores scale·q·kᵀ and the softmax in fp32; the numerators exp(s − max)
 // rounded to bf16 for the product with v, which accumulates in fp32 and is then divided by the
-// fp32 sum of the unrounded numerators; one rounding of each output element.
+// fp32 sum of the unrounded numerators; one rounding of each output element. Both products are
+// bf16 products through oneDNN over all (batch, head) pairs at once, on head-major copies of q, k
+// and v: their inputs are bf16 values already, so nothing is rounded that the kernel does not round.
 inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                            int64_t head_dim, float scale) {
-  const int64_t width = heads * head_dim, ld_qkv = 3 * width;
-  const std::vector<float> all = widened(qkv, batch * tokens * ld_qkv);
-  std::vector<float> s(static_cast<size_t>(tokens * tokens)), o(static_cast<size_t>(tokens * head_dim));
-  std::vector<float> inverse_sum(static_cast<size_t>(tokens));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* q = all.data() + b * tokens * ld_qkv + h * head_dim;
-      gemm(false, true, tokens, tokens, head_dim, scale, q, ld_qkv, q + width, ld_qkv, 0.0f, s.data(), tokens);
-      parallel_rows(tokens, tokens, [&](int64_t r) {
-        float* row = s.data() + r * tokens;
-        float top = -INFINITY;
-        for (int64_t c = 0; c < tokens; ++c) top = std::fmax(top, row[c]);
-        float sum = 0;
-        for (int64_t c = 0; c < tokens; ++c) {
-          const float numerator = std::exp(row[c] - top);
-          sum += numerator;
-          row[c] = static_cast<float>(bf16(numerator));
-        }
-        inverse_sum[static_cast<size_t>(r)] = 1.0f / sum;
-      });
-      gemm(false, false, tokens, head_dim, tokens, 1.0f, s.data(), tokens, q + 2 * width, ld_qkv, 0.0f, o.data(),
-           head_dim);
-      for (int64_t t = 0; t < tokens; ++t)
+  const int64_t width = heads * head_dim, head_size = tokens * head_dim, square = tokens * tokens;
+  if (batch == 0 || heads == 0 || tokens == 0) return;
+  // A few images at a time, so the scores stay in cache (about 4 MB at ViT-B/16's shapes) and the
+  // buffers are made once.
+  const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 20) / (heads * square), 1, batch);
+  std::vector<bf16> q(static_cast<size_t>(chunk * heads * head_size)), k(q.size()), v(q.size());
+  std::vector<float> scores(static_cast<size_t>(chunk * heads * square)), out(q.size());
+  std::vector<bf16> numerators(scores.size());
+  std::vector<float> inverse_sum(static_cast<size_t>(chunk * heads * tokens));
+  for (int64_t first = 0; first < batch; first += chunk) {
+    const int64_t images = std::min(chunk, batch - first), pairs = images * heads;
+    // q, k, v [images·H, T, hd] from qkv [B, T, 3, H, hd].
+    parallel_rows(images * tokens, 3 * width, [&](int64_t bt) {
+      const int64_t b = bt / tokens, t = bt % tokens;
+      for (int64_t h = 0; h < heads; ++h) {
+        const bf16* source = qkv + (first * tokens + bt) * 3 * width + h * head_dim;
+        const int64_t at = (b * heads + h) * head_size + t * head_dim;
+        std::copy(source, source + head_dim, q.begin() + at);
+        std::copy(source + width, source + width + head_dim, k.begin() + at);
+        std::copy(source + 2 * width, source + 2 * width + head_dim, v.begin() + at);
+      }
+    });
+    gemm_bf16(false, true, tokens, tokens, head_dim, scale, q.data(), head_dim, head_size, k.data(), head_dim,
+              head_size, 0.0f, scores.data(), tokens, square, pairs);
+    parallel_rows(pairs * tokens, tokens, [&](int64_t r) {
+      const float* row = scores.data() + r * tokens;
+      float top = -INFINITY;
+      for (int64_t c = 0; c < tokens; ++c) top = std::max(top, row[c]);
+      float sum = 0;
+      for (int64_t c = 0; c < tokens; ++c) {
+        const float numerator = std::exp(row[c] - top);
+        sum += numerator;
+        numerators[static_cast<size_t>(r * tokens + c)] = bf16(numerator);
+      }
+      inverse_sum[static_cast<size_t>(r)] = 1.0f / sum;
+    });
+    gemm_bf16(false, false, tokens, head_dim, tokens, 1.0f, numerators.data(), tokens, square, v.data(), head_dim,
+              head_size, 0.0f, out.data(), head_dim, head_size, pairs);
+    parallel_rows(images * tokens, width, [&](int64_t bt) {
+      const int64_t b = bt / tokens, t = bt % tokens;
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t row = (b * heads + h) * tokens + t;
         for (int64_t j = 0; j < head_dim; ++j)
-          context[(b * tokens + t) * width + h * head_dim + j] =
-              bf16(o[static_cast<size_t>(t * head_dim + j)] * inverse_sum[static_cast<size_t>(t)]);
-    }
+          context[(first * tokens + bt) * width + h * head_dim + j] =
+              bf16(out[static_cast<size_t>(row * head_dim + j)] * inverse_sum[static_cast<size_t>(row)]);
+      }
+    });
+  }
 }
 
 }  // namespace mcdl::cpu

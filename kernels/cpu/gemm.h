@@ -3,8 +3,10 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/gemm_mode.h"
 
@@ -25,11 +27,18 @@ inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, do
 }
 
 // The batched form of kernels/cuda/gemm.h: C_i = alpha·op(A_i)·op(B_i) + beta·C_i for i < batch,
-// X_i = X + i·stride_x (stride 0 = shared by every i), one product after the other.
+// X_i = X + i·stride_x (stride 0 = shared by every i), one product after the other. bf16 mode
+// rounds f32 operands to bf16 and multiplies them through oneDNN (kernels/cpu/gemm_bf16.h); the
+// host has no TF32, so tf32 mode (refused by the tools on the CPU) and f64 run in full precision.
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
-          int64_t batch, GemmMode /*mode: always full precision on the host*/) {
+          int64_t batch, GemmMode mode) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (mode == GemmMode::bf16)
+      return gemm_f32_as_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                              stride_c, batch);
+  }
   for (int64_t i = 0; i < batch; ++i)
     gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
 }
@@ -47,9 +56,9 @@ void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
 // Returns false: the bias is never fused into the product here.
 template <class T>
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-               int64_t ldb, const T* bias, T* c, GemmMode /*mode: always full precision on the host*/) {
+               int64_t ldb, const T* bias, T* c, GemmMode mode) {
   broadcast_rows(bias, c, m, n);
-  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, T(1), c, n);
+  gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
   return false;
 }
 

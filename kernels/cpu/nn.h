@@ -26,6 +26,11 @@ inline void write_grad(T& dst, double value, bool overwrite) {
 // ---- gelu: exact erf form 0.5·x·(1 + erf(x/√2)) (PyTorch nn.GELU, approximate='none') --------
 // In T's own precision, as the CUDA kernel; float through the four-lane erf of erf_float.h
 // (glibc's scalar erff took a fifth of a demo run), in blocks over the threads.
+inline f32x4 gelu_f32x4(f32x4 v) {
+  constexpr float inv_sqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+  return 0.5f * v * (1.0f + erf_f32x4(v * inv_sqrt2));
+}
+
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
   constexpr T inv_sqrt2 = static_cast<T>(1.0 / std::numbers::sqrt2);
@@ -33,8 +38,7 @@ void gelu_forward(const T* x, T* y, int64_t n) {
     constexpr int64_t block = 4096;
     parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
       const int64_t begin = b * block;
-      map_f32x4(x + begin, y + begin, std::min(block, n - begin),
-                [](f32x4 v) { return 0.5f * v * (1.0f + erf_f32x4(v * inv_sqrt2)); });
+      map_f32x4(x + begin, y + begin, std::min(block, n - begin), gelu_f32x4);
     });
   } else {
     parallel_for(n, [&](int64_t i) {
