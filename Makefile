@@ -133,10 +133,11 @@ test-gpu-sanitize: $(GPU_TESTS)
 	if [ -n "$$failed" ]; then echo "test-gpu-sanitize: errors from:$$failed"; exit 1; fi
 endif
 
-# The step benchmark on the CPU (ViT-B/16 at batch 16, as measured against Debian's PyTorch 1.13).
+# The step benchmark on the CPU (ViT-B/16 at batch 16, as measured against Debian's PyTorch 1.13), in
+# fp32 and in bf16 (PyTorch under CPU autocast; the engine where the processor has AVX512-BF16).
 bench: $(BENCH) $(STEP_BENCH)
 	./$(BENCH)
-	python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd,mcdl \
+	python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32,bf16 --workloads forward,simgcd,mcdl \
 	  --iterations 3 --warmup 1 --engine $(STEP_BENCH)
 
 # PyTorch's timings of the same ops, where PyTorch and a GPU are present, give the ratio column.

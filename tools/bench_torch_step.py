@@ -120,8 +120,9 @@ class Banks:
 
     def update(self, slots, weak, strong):
         position = self.count[slots] % self.mu
-        self.probs[0, slots, position] = weak
-        self.probs[1, slots, position] = strong
+        # fp32 banks, as the engine's: CPU autocast (unlike CUDA's) leaves softmax in bf16.
+        self.probs[0, slots, position] = weak.float()
+        self.probs[1, slots, position] = strong.float()
         self.count[slots] += 1
 
     def buckets(self, slots):

@@ -2,7 +2,7 @@
 # Packs what tools/gpu_check.sh runs on a GPU machine that has CUDA, cuDNN and PyTorch but no
 # compiler toolchain for this project and no OpenBLAS: the stripped GPU binaries built here
 # (make all with nvcc) and the shared libraries they need beyond the CUDA ones, into
-# .gpu/bundle.tar.xz (about 30 MB). Keep .gpu/ out of git (.git/info/exclude) and carry it.
+# .gpu/bundle.tar.xz (about 31 MB). Keep .gpu/ out of git (.git/info/exclude) and carry it.
 set -eu
 cd "$(dirname "$0")/.."
 BINARIES="build/mcdl_tests_gpu build/bench_gpu build/bench_step mcdl_train mcdl_features"
@@ -16,8 +16,9 @@ for binary in $BINARIES; do
   mkdir -p "$staging/$(dirname "$binary")"
   strip -o "$staging/$binary" "$binary"
 done
-# OpenBLAS (OpenMP build) and its Fortran runtime; libgomp in case the machine lacks GCC's.
-for library in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libgomp.so.1; do
+# OpenBLAS (OpenMP build) and its Fortran runtime, oneDNN (the host's bf16 products) and the
+# OpenCL loader it links; libgomp in case the machine lacks GCC's.
+for library in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libdnnl.so.2 libOpenCL.so.1 libgomp.so.1; do
   path=$(ldconfig -p | awk -v name="$library" '$1 == name && /x86-64/ {print $NF; exit}')
   [ -n "$path" ] || path=$(find /usr/lib/x86_64-linux-gnu -name "$library" | head -1)
   [ -n "$path" ] || { echo "gpu_bundle: $library not found" >&2; exit 1; }
