@@ -13,7 +13,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/exp_float.h"
 #include "kernels/cpu/gemm_bf16.h"  // linear_bf16
-#include "kernels/cpu/nn.h"         // gelu_f32x4
+#include "kernels/cpu/gelu_float.h"
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
@@ -35,14 +35,14 @@ inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta
   });
 }
 
-// In blocks: widened to float, the fp32 GELU's four-lane formula (nn.h), rounded once.
+// In blocks: widened to float, the fp32 GELU (gelu_float.h), rounded once.
 inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   constexpr int64_t block = 4096;
   parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
     const int64_t begin = b * block, count = std::min(block, n - begin);
-    float buffer[block];
+    float buffer[block] = {};  // (zeroed: GCC cannot see that the first loop fills what is read)
     for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(x[begin + i]);
-    map_f32x4(buffer, buffer, count, gelu_f32x4);
+    gelu_float(buffer, buffer, count);
     for (int64_t i = 0; i < count; ++i) y[begin + i] = bf16(buffer[i]);
   });
 }

@@ -20,29 +20,43 @@ namespace mcdl::cpu {
 
 using f32x4 = float __attribute__((vector_size(16)));
 using i32x4 = int32_t __attribute__((vector_size(16)));
+// Sixteen lanes, for the AVX-512 clones of kernels/cpu/gelu_float.cpp; the same operations lane by
+// lane, so the same bits as four lanes.
+using f32x16 = float __attribute__((vector_size(64)));
+using i32x16 = int32_t __attribute__((vector_size(64)));
 
 namespace detail {
 
+// Always inlined, so that a caller compiled for wider vectors (target attributes) computes in them.
 // Unrolled at compile time: as a loop, GCC reloads and broadcasts a coefficient per step.
-template <size_t N, size_t... I>
-inline f32x4 horner(const float (&c)[N], f32x4 u, std::index_sequence<I...>) {
-  f32x4 r = {c[0], c[0], c[0], c[0]};
+template <class F, size_t N, size_t... I>
+[[gnu::always_inline]] inline F horner(const float (&c)[N], F u, std::index_sequence<I...>) {
+  F r = F{} + c[0];
   ((r = r * u + c[I + 1]), ...);
   return r;
 }
-template <size_t N>
-inline f32x4 horner(const float (&c)[N], f32x4 u) {
+template <class F, size_t N>
+[[gnu::always_inline]] inline F horner(const float (&c)[N], F u) {
   return horner(c, u, std::make_index_sequence<N - 1>());
 }
 
-inline f32x4 select(i32x4 mask, f32x4 if_set, f32x4 otherwise) {
-  return reinterpret_cast<f32x4>((mask & reinterpret_cast<i32x4>(if_set)) |
-                                 (~mask & reinterpret_cast<i32x4>(otherwise)));
+template <class F, class I>
+[[gnu::always_inline]] inline F select(I mask, F if_set, F otherwise) {
+  return reinterpret_cast<F>((mask & reinterpret_cast<I>(if_set)) | (~mask & reinterpret_cast<I>(otherwise)));
+}
+
+template <class I>
+[[gnu::always_inline]] inline bool all_set(I mask) {
+  bool all = true;
+  for (size_t lane = 0; lane < sizeof(I) / sizeof(int32_t); ++lane) all = all && mask[lane] != 0;
+  return all;
 }
 
 }  // namespace detail
 
-inline f32x4 erf_f32x4(f32x4 x) {
+// erf lane by lane, F a vector of floats and I the integers of its width.
+template <class F, class I>
+[[gnu::always_inline]] inline F erf_lanes(F x) {
   static constexpr float near_zero[] = {1.231640226e-06f, -1.766908099e-05f, 2.175119880e-04f, -2.285419498e-03f,
                                         1.985249855e-02f, -1.405360997e-01f, -3.453126177e-02f};
   static constexpr float middle[] = {-1.391696287e-06f, 1.355360109e-05f, -1.575478382e-05f, -1.674750965e-04f,
@@ -51,23 +65,25 @@ inline f32x4 erf_f32x4(f32x4 x) {
   static constexpr float tail[] = {3.283849765e-06f,  9.412049167e-07f, -3.874650429e-05f, 1.186636873e-04f,
                                    -2.369421709e-04f, 3.643789969e-04f, -4.248788464e-04f, 3.641918302e-04f,
                                    -2.190727100e-04f, 8.323420479e-05f, 9.999849200e-01f};
-  const i32x4 bits = reinterpret_cast<i32x4>(x);
-  const i32x4 sign = bits & static_cast<int32_t>(0x80000000u);
-  const f32x4 a = reinterpret_cast<f32x4>(bits & 0x7fffffff);
-  const f32x4 small = a + a * detail::horner(near_zero, (a * a - 0.5f) * 2.0f);
-  f32x4 y = small;
-  const i32x4 is_small = a < 1.0f;
+  const I bits = reinterpret_cast<I>(x);
+  const I sign = bits & static_cast<int32_t>(0x80000000u);
+  const F a = reinterpret_cast<F>(bits & 0x7fffffff);
+  const F small = a + a * detail::horner(near_zero, (a * a - 0.5f) * 2.0f);
+  F y = small;
+  const I is_small = a < 1.0f;
   // Most GELU inputs lie below 1: then the other two pieces are not needed.
-  if (!(is_small[0] & is_small[1] & is_small[2] & is_small[3])) {
-    const f32x4 mid = detail::horner(middle, (a - 1.6f) * 1.6666666f);
-    const f32x4 far = detail::horner(tail, (a - 3.06f) * 1.1627907f);
-    const f32x4 one = {1.0f, 1.0f, 1.0f, 1.0f};
+  if (!detail::all_set(is_small)) {
+    const F mid = detail::horner(middle, (a - 1.6f) * 1.6666666f);
+    const F far = detail::horner(tail, (a - 3.06f) * 1.1627907f);
+    const F one = F{} + 1.0f;
     y = detail::select(a >= 3.92f, one, far);  // NaN: every comparison false, and far is NaN
     y = detail::select(a < 2.2f, mid, y);
     y = detail::select(is_small, small, y);
   }
-  return reinterpret_cast<f32x4>(reinterpret_cast<i32x4>(y) | sign);
+  return reinterpret_cast<F>(reinterpret_cast<I>(y) | sign);
 }
+
+inline f32x4 erf_f32x4(f32x4 x) { return erf_lanes<f32x4, i32x4>(x); }
 
 // y[i] = f(x[i]) for n floats, f taking and giving four lanes (the last partial group through a
 // padded copy). y may be x.

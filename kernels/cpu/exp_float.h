@@ -27,7 +27,7 @@ inline f32x4 exp_f32x4(f32x4 x) {
   const f32x4 shifted = inside * log2e + shifter;
   const f32x4 n = shifted - shifter;
   const f32x4 r = (inside - n * ln2_hi) - n * ln2_lo;
-  const f32x4 e_r = detail::horner(poly, r) * (r * r) + r + 1.0f;
+  const f32x4 e_r = detail::horner<f32x4>(poly, r) * (r * r) + r + 1.0f;
   const i32x4 n_int = reinterpret_cast<i32x4>(shifted) - reinterpret_cast<i32x4>(zero + shifter);
   const i32x4 half = n_int >> 1;
   const f32x4 scale_1 = reinterpret_cast<f32x4>((half + 127) << 23);

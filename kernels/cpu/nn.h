@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/erf_float.h"
+#include "kernels/cpu/gelu_float.h"
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
@@ -24,13 +24,8 @@ inline void write_grad(T& dst, double value, bool overwrite) {
 }
 
 // ---- gelu: exact erf form 0.5·x·(1 + erf(x/√2)) (PyTorch nn.GELU, approximate='none') --------
-// In T's own precision, as the CUDA kernel; float through the four-lane erf of erf_float.h
-// (glibc's scalar erff took a fifth of a demo run), in blocks over the threads.
-inline f32x4 gelu_f32x4(f32x4 v) {
-  constexpr float inv_sqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
-  return 0.5f * v * (1.0f + erf_f32x4(v * inv_sqrt2));
-}
-
+// In T's own precision, as the CUDA kernel; float through gelu_float.h (the vector erf of
+// erf_float.h: glibc's scalar erff took a fifth of a demo run), in blocks over the threads.
 template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
   constexpr T inv_sqrt2 = static_cast<T>(1.0 / std::numbers::sqrt2);
@@ -38,7 +33,7 @@ void gelu_forward(const T* x, T* y, int64_t n) {
     constexpr int64_t block = 4096;
     parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
       const int64_t begin = b * block;
-      map_f32x4(x + begin, y + begin, std::min(block, n - begin), gelu_f32x4);
+      gelu_float(x + begin, y + begin, std::min(block, n - begin));
     });
   } else {
     parallel_for(n, [&](int64_t i) {

@@ -1,6 +1,7 @@
 // The CPU GELU's four-lane erf (kernels/cpu/erf_float.h) against erf in double: within 1.14 ulp
 // over a sweep of the floats in [0, 4.5] (every float, offline, gives 1.137 at 1.0064), odd,
-// the special values, and every length (the padded last group).
+// the special values, and every length (the padded last group); the GELU's sixteen-lane path
+// against the four-lane formula, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/erf_float.h"
+#include "kernels/cpu/gelu_float.h"
 
 using mcdl::cpu::erf_float;
 
@@ -85,4 +87,25 @@ TEST_CASE("erf_float: any length gives each element's own value (the last group 
     for (int64_t i = 0; i < n; ++i) CHECK(part[static_cast<size_t>(i)] == all[static_cast<size_t>(i)]);
     CHECK(part[static_cast<size_t>(n)] == 42.0f);
   }
+}
+
+TEST_CASE("gelu_float: the sixteen-lane path (AVX-512) gives the four-lane formula's bits") {
+  // Inputs across every piece of the erf (|x/√2| below 1, up to 2.2, up to 3.92, beyond), both signs,
+  // and lengths that leave a remainder after the sixteen-lane groups.
+  std::vector<float> x;
+  for (float v = -8.0f; v <= 8.0f; v += 0.000731f) x.push_back(v);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  const float inv_sqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
+  std::vector<float> expected(x.size()), got(x.size());
+  mcdl::cpu::map_f32x4(x.data(), expected.data(), static_cast<int64_t>(x.size()), [&](mcdl::cpu::f32x4 v) {
+    return 0.5f * v * (1.0f + mcdl::cpu::erf_f32x4(v * inv_sqrt2));
+  });
+  for (int64_t length : {static_cast<int64_t>(x.size()), int64_t(37), int64_t(16), int64_t(3)}) {
+    CAPTURE(length);
+    mcdl::cpu::gelu_float(x.data(), got.data(), length);
+    CHECK(std::memcmp(expected.data(), got.data(), static_cast<size_t>(length) * sizeof(float)) == 0);
+  }
+  if (!__builtin_cpu_supports("avx512f")) MESSAGE("no AVX-512 here: only the four-lane path ran");
 }

@@ -1,0 +1,12 @@
+// The exact GELU 0.5·x·(1 + erf(x/√2)) on floats, on the calling thread: sixteen lanes at a time
+// where the processor has AVX-512, four elsewhere (kernels/cpu/erf_float.h). Both compute the same
+// operations lane by lane with no fused multiply-add, so every machine gives the same bits.
+#pragma once
+#include <cstdint>
+
+namespace mcdl::cpu {
+
+// y[i] = gelu(x[i]) for i < n; y may be x.
+void gelu_float(const float* x, float* y, int64_t n);
+
+}  // namespace mcdl::cpu
