@@ -22,11 +22,11 @@ enum class MatmulPrecision { fp32, tf32, bf16 };
 // "fp32", "tf32", "bf16"; parse_matmul_precision names the choices when the text is none of them.
 const char* matmul_precision_name(MatmulPrecision precision);
 MatmulPrecision parse_matmul_precision(const std::string& text);
-// --precision for a run on `device`: "auto" is bf16 on a CUDA device and fp32 on the CPU (the
-// fastest mode whose fidelity was measured: README, "Precision"); on the CPU tf32 is refused, and
-// bf16 unless the processor multiplies bf16 natively (AVX512-BF16), with a message that says
-// what to do. Makes it the process's matmul precision and
-// returns it.
+// --precision for a run on `device`: "auto" is bf16 on a CUDA device (the fastest mode whose
+// fidelity was measured) and fp32 on the CPU (results that do not depend on the processor; README,
+// "Precision"); on the CPU tf32 is refused, and bf16 unless the processor multiplies bf16
+// natively (AVX512-BF16), with a message that says what to do. Makes it the process's matmul
+// precision and returns it.
 MatmulPrecision select_matmul_precision(const std::string& text, Device device);
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/exp_float.h"
 #include "kernels/cpu/gemm_bf16.h"  // linear_bf16
@@ -40,10 +41,10 @@ inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   constexpr int64_t block = 4096;
   parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
     const int64_t begin = b * block, count = std::min(block, n - begin);
-    float buffer[block] = {};  // (zeroed: GCC cannot see that the first loop fills what is read)
-    for (int64_t i = 0; i < count; ++i) buffer[i] = static_cast<float>(x[begin + i]);
+    float buffer[block];
+    widen_bf16(x + begin, buffer, count);
     gelu_float(buffer, buffer, count);
-    for (int64_t i = 0; i < count; ++i) y[begin + i] = bf16(buffer[i]);
+    round_to_bf16(buffer, y + begin, count);
   });
 }
 
@@ -99,10 +100,8 @@ inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
       // The numerators in place, four lanes at a time (glibc's scalar expf was most of this loop).
       map_f32x4(row, row, tokens, [top](f32x4 s) { return exp_f32x4(s - top); });
       float sum = 0;
-      for (int64_t c = 0; c < tokens; ++c) {
-        sum += row[c];
-        numerators[static_cast<size_t>(r * tokens + c)] = bf16(row[c]);
-      }
+      for (int64_t c = 0; c < tokens; ++c) sum += row[c];
+      round_to_bf16(row, numerators.data() + r * tokens, tokens);
       inverse_sum[static_cast<size_t>(r)] = 1.0f / sum;
     });
     gemm_bf16(false, false, tokens, head_dim, tokens, 1.0f, numerators.data(), tokens, square, v.data(), head_dim,
@@ -111,9 +110,9 @@ inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
       const int64_t b = bt / tokens, t = bt % tokens;
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t row = (b * heads + h) * tokens + t;
-        for (int64_t j = 0; j < head_dim; ++j)
-          context[(first * tokens + bt) * width + h * head_dim + j] =
-              bf16(out[static_cast<size_t>(row * head_dim + j)] * inverse_sum[static_cast<size_t>(row)]);
+        float* o = out.data() + row * head_dim;
+        for (int64_t j = 0; j < head_dim; ++j) o[j] *= inverse_sum[static_cast<size_t>(row)];
+        round_to_bf16(o, context + (first * tokens + bt) * width + h * head_dim, head_dim);
       }
     });
   }

@@ -1,8 +1,9 @@
 // Before any definition: the AVX-512 version must not fuse a·b + c (the same bits as SSE2, which has
 // no FMA), and its sixteen-lane helpers are always inlined, so their by-value vector ABI never applies.
-#ifdef __clang__
-#pragma clang fp contract(off)
-#else
+// clang (only `make fuzz` compiles with it) rejects passing 64-byte vectors to helpers of another
+// target even when they are inlined: there every processor takes the four-lane path.
+#ifndef __clang__
+#define MCDL_GELU_SIXTEEN_LANES 1
 #pragma GCC optimize("fp-contract=off")
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -24,6 +25,7 @@ template <class F, class I>
 
 f32x4 gelu_f32x4(f32x4 v) { return gelu_lanes<f32x4, i32x4>(v); }
 
+#ifdef MCDL_GELU_SIXTEEN_LANES
 __attribute__((target("avx512f"))) void gelu_avx512(const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -34,16 +36,16 @@ __attribute__((target("avx512f"))) void gelu_avx512(const float* x, float* y, in
   }
   map_f32x4(x + i, y + i, n - i, gelu_f32x4);
 }
+#endif
 
 }  // namespace
 
 void gelu_float(const float* x, float* y, int64_t n) {
+#ifdef MCDL_GELU_SIXTEEN_LANES
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) {
-    gelu_avx512(x, y, n);
-  } else {
-    map_f32x4(x, y, n, gelu_f32x4);
-  }
+  if (avx512) return gelu_avx512(x, y, n);
+#endif
+  map_f32x4(x, y, n, gelu_f32x4);
 }
 
 }  // namespace mcdl::cpu
