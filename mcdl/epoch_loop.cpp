@@ -93,7 +93,10 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
     MetricsRow row{{"epoch", static_cast<double>(epoch)}, {"lr", lr}};
     const bool complete = steps.train(epoch, row);
     const double train_seconds = seconds_since(epoch_start);  // its last read of the loss terms waited for the device
-    if (!complete && stop_requested()) {  // Ctrl-C or SIGTERM: no evaluation, no metrics row
+    // Ctrl-C or SIGTERM. In the middle of an epoch: no evaluation, no metrics row. During its last
+    // step: the epoch ends as any other (evaluated, checkpointed), not as the run's last.
+    const bool signalled = stop_requested();
+    if (!complete && signalled) {
       const std::string last = !steps.checkpoint ? "this run writes no checkpoints"
                                : progress.epochs_completed > 0
                                    ? "the last checkpoint is after epoch " + std::to_string(progress.epochs_completed)
@@ -104,7 +107,8 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
       break;
     }
     const auto finish_start = Clock::now();
-    steps.finish(epoch, row, progress.stop || epoch + 1 == loop.epochs);
+    const bool last = epoch + 1 == loop.epochs || (progress.stop && !signalled);  // the end, or --max-iters
+    steps.finish(epoch, row, last);
     // Where the epoch went: its steps, then the end-of-epoch work (evaluation, reports); the
     // checkpoint's copy to the host follows the row (its write runs in the background).
     row.push_back({"train_seconds", train_seconds});
@@ -124,6 +128,13 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
     progress.epochs_completed = epoch + 1;
     if (epoch == progress.start_epoch && loop.cpu_epoch_note)
       std::fprintf(stderr, "running on the CPU: %.1f s per epoch\n", seconds_since(epoch_start));
+    if (signalled && !last) {
+      std::fprintf(stderr, "interrupted after %lld iterations, at the end of epoch %lld (%s)\n",
+                   static_cast<long long>(progress.iterations), static_cast<long long>(epoch + 1),
+                   steps.checkpoint ? "checkpointed" : "this run writes no checkpoints");
+      progress.stop = interrupted = true;
+      break;
+    }
   }
   RunSummary summary;
   summary.interrupted = interrupted;

@@ -67,3 +67,27 @@ TEST_CASE("stop request: each training loop ends after one step, interrupted, wi
   CHECK_FALSE(run_training(c, false).interrupted);  // once cleared, runs go to their end
   fs::remove_all(base);
 }
+
+TEST_CASE("stop request during an epoch's last step: the epoch ends as any other, the run is interrupted") {
+  // One batch per epoch: the first step is the epoch's last. Before this was handled, the epoch
+  // was taken for the run's last: its final report and predictions were written and the run ended
+  // as if done.
+  const fs::path data = testing::coloured_squares_dataset("stop-data");
+  const fs::path out = fs::temp_directory_path() / ("mcdl-stop-last-" + std::to_string(::getpid()));
+  TrainConfig c = testing::squares_run_config(data, out);
+  c.method = "simgcd+mcdl";
+  c.epochs = 3;
+  c.batch_size = 216;  // the whole training set
+  RunSummary summary;
+  {
+    const StopRequested stop;
+    summary = run_training(c, false);
+  }
+  CHECK(summary.interrupted);
+  CHECK(summary.iterations == 1);
+  CHECK(summary.epochs_completed == 1);
+  CHECK(fs::exists(out / "checkpoints/last.safetensors"));
+  CHECK_FALSE(fs::exists(out / "predictions.csv"));  // written at the run's end only
+  fs::remove_all(out);
+}
+
