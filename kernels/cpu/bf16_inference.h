@@ -65,8 +65,9 @@ inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
 // flash attention: the scores scale·q·kᵀ and the softmax in fp32; the numerators exp(s − max)
 // rounded to bf16 for the product with v, which accumulates in fp32 and is then divided by the
 // fp32 sum of the unrounded numerators; one rounding of each output element. Both products are
-// bf16 products through oneDNN over all (batch, head) pairs at once, on head-major copies of q, k
-// and v: their inputs are bf16 values already, so nothing is rounded that the kernel does not round.
+// bf16 products through oneDNN over the (image, head) pairs of a few images at once, on head-major
+// copies of q, k and v: their inputs are bf16 values already, so nothing is rounded that the kernel
+// does not round.
 inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                            int64_t head_dim, float scale) {
   const int64_t width = heads * head_dim, head_size = tokens * head_dim, square = tokens * tokens;
@@ -97,7 +98,7 @@ inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
       float* row = scores.data() + r * tokens;
       float top = -INFINITY;
       for (int64_t c = 0; c < tokens; ++c) top = std::max(top, row[c]);
-      // The numerators in place, four lanes at a time (glibc's scalar expf was most of this loop).
+      // The numerators in place, four lanes at a time.
       map_f32x4(row, row, tokens, [top](f32x4 s) { return exp_f32x4(s - top); });
       float sum = 0;
       for (int64_t c = 0; c < tokens; ++c) sum += row[c];

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
@@ -12,9 +13,19 @@ template <class Src, class Dst>
 void convert(const Src* src, Dst* dst, int64_t n) {
   parallel_for(n, [&](int64_t i) { dst[i] = from_double_value<Dst>(to_double_value(src[i])); });
 }
-// float -> bf16 directly, so a value rounds once (not through double then float).
+// float -> bf16 directly, so a value rounds once (not through double then float); both directions
+// sixteen elements at a time (bf16_lanes.h), in blocks over the threads.
 inline void convert(const float* src, bf16* dst, int64_t n) {
-  parallel_for(n, [&](int64_t i) { dst[i] = bf16(src[i]); });
+  constexpr int64_t block = 4096;
+  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
+    round_to_bf16(src + b * block, dst + b * block, n - b * block < block ? n - b * block : block);
+  });
+}
+inline void convert(const bf16* src, float* dst, int64_t n) {
+  constexpr int64_t block = 4096;
+  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
+    widen_bf16(src + b * block, dst + b * block, n - b * block < block ? n - b * block : block);
+  });
 }
 
 // `bytes` bytes from src to dst within host memory (the twin of cuda::copy_device_to_device).

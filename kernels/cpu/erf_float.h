@@ -20,7 +20,7 @@ namespace mcdl::cpu {
 
 using f32x4 = float __attribute__((vector_size(16)));
 using i32x4 = int32_t __attribute__((vector_size(16)));
-// Sixteen lanes, for the AVX-512 clones of kernels/cpu/gelu_float.cpp; the same operations lane by
+// Sixteen lanes, for the AVX-512 path of kernels/cpu/gelu_float.cpp; the same operations lane by
 // lane, so the same bits as four lanes.
 using f32x16 = float __attribute__((vector_size(64)));
 using i32x16 = int32_t __attribute__((vector_size(64)));

@@ -9,6 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/bf16_lanes.h"
+#include "kernels/cpu/parallel.h"
+
 namespace mcdl::cpu {
 namespace {
 
@@ -71,18 +74,19 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
                int64_t stride_a, const bf16* b, int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
                int64_t stride_c, int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
-  if (k == 0 || (stride_a == 0 && batch > 1)) {
-    // Nothing to multiply (C = beta·C), or A shared by every entry, which oneDNN does not
-    // broadcast: one entry at a time.
-    for (int64_t i = 0; i < batch; ++i) {
-      float* ci = c + i * stride_c;
-      if (k == 0) {
-        for (int64_t r = 0; r < m; ++r)
-          for (int64_t j = 0; j < n; ++j) ci[r * ldc + j] = beta == 0.0f ? 0.0f : beta * ci[r * ldc + j];
-      } else {
-        gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b + i * stride_b, ldb, 0, beta, ci, ldc, 0, 1);
-      }
-    }
+  if (k == 0) {  // nothing to multiply: C = beta·C
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          float& value = c[i * stride_c + r * ldc + j];
+          value = beta == 0.0f ? 0.0f : beta * value;
+        }
+    return;
+  }
+  if (stride_a == 0 && batch > 1) {  // A shared by every entry, which oneDNN does not broadcast
+    for (int64_t i = 0; i < batch; ++i)
+      gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b + i * stride_b, ldb, 0, beta, c + i * stride_c, ldc, 0,
+                1);
     return;
   }
   dnnl::primitive_attr attr;
@@ -104,12 +108,9 @@ std::vector<bf16> rounded_bf16(const float* x, int64_t batch, int64_t stride, in
                                int64_t ld) {
   const int64_t entries = stride == 0 ? 1 : batch;
   std::vector<bf16> out(static_cast<size_t>(entries * rows * cols));
-#pragma omp parallel for schedule(static) if (entries * rows * cols >= 16384)
-  for (int64_t er = 0; er < entries * rows; ++er) {
-    const float* row = x + (er / rows) * stride + (er % rows) * ld;
-    bf16* dst = out.data() + er * cols;
-    for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(row[j]);
-  }
+  parallel_rows(entries * rows, cols, [&](int64_t er) {
+    round_to_bf16(x + (er / rows) * stride + (er % rows) * ld, out.data() + er * cols, cols);
+  });
   return out;
 }
 }  // namespace
@@ -126,12 +127,13 @@ void gemm_f32_as_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                         const bf16* residual, bf16* y) {
+                 const bf16* residual, bf16* y) {
   if (rows == 0 || out == 0) return;
   if (in == 0) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < out; ++c)
-        y[r * out + c] = bf16(static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f));
+        y[r * out + c] =
+            bf16(static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f));
     return;
   }
   dnnl::primitive_attr attr;
@@ -143,8 +145,9 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
     attr.set_post_ops(sum);
   }
   const memory::data_type type = memory::data_type::bf16;
-  run_matmul(matrix_desc(type, 1, 0, false, rows, in, in), x, matrix_desc(type, 1, 0, true, in, out, in), w, memory::desc(Dims{1, 1, out}, type, Dims{out, out, 1}), bias,
-             matrix_desc(type, 1, 0, false, rows, out, out), y, attr);
+  run_matmul(matrix_desc(type, 1, 0, false, rows, in, in), x, matrix_desc(type, 1, 0, true, in, out, in), w,
+             memory::desc(Dims{1, 1, out}, type, Dims{out, out, 1}), bias, matrix_desc(type, 1, 0, false, rows, out, out),
+             y, attr);
 }
 
 }  // namespace mcdl::cpu
