@@ -5,34 +5,30 @@
 // bf16 once.
 #pragma once
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/exp_float.h"
 #include "kernels/cpu/gemm_bf16.h"  // linear_bf16
 #include "kernels/cpu/gelu_float.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/row_float.h"
 
 namespace mcdl::cpu {
 
+// Rows in blocks: widened to float, LayerNorm in float (row_float.h), rounded once.
 inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16* y, int64_t rows, int64_t d,
                             float eps) {
-  parallel_rows(rows, d, [&](int64_t r) {
-    const bf16* xr = x + r * d;
-    float sum = 0;
-    for (int64_t c = 0; c < d; ++c) sum += static_cast<float>(xr[c]);
-    const float mean = sum / static_cast<float>(d);
-    float squares = 0;
-    for (int64_t c = 0; c < d; ++c) {
-      const float centred = static_cast<float>(xr[c]) - mean;
-      squares += centred * centred;
+  constexpr int64_t block = 16;
+  parallel_rows((rows + block - 1) / block, block * d, [&](int64_t b) {
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
+      widen_bf16(x + r * d, row.data(), d);
+      layer_norm_row(row.data(), gamma, beta, row.data(), d, eps);
+      round_to_bf16(row.data(), y + r * d, d);
     }
-    const float rstd = 1.0f / std::sqrt(squares / static_cast<float>(d) + eps);
-    for (int64_t c = 0; c < d; ++c) y[r * d + c] = bf16((static_cast<float>(xr[c]) - mean) * rstd * gamma[c] + beta[c]);
   });
 }
 
@@ -48,16 +44,18 @@ inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   });
 }
 
-// In place allowed (y = x).
+// Rows in blocks as layer_norm_bf16, the exp that of the attention (row_float.h). In place allowed
+// (y = x).
 inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
-  parallel_rows(rows, d, [&](int64_t r) {
-    const bf16* xr = x + r * d;
-    float top = -INFINITY;
-    for (int64_t c = 0; c < d; ++c) top = std::max(top, static_cast<float>(xr[c]));
-    float sum = 0;
-    for (int64_t c = 0; c < d; ++c) sum += std::exp(static_cast<float>(xr[c]) - top);
-    const float inverse = 1.0f / sum;
-    for (int64_t c = 0; c < d; ++c) y[r * d + c] = bf16(std::exp(static_cast<float>(xr[c]) - top) * inverse);
+  constexpr int64_t block = 16;
+  parallel_rows((rows + block - 1) / block, block * d, [&](int64_t b) {
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
+      widen_bf16(x + r * d, row.data(), d);
+      const float inverse = 1.0f / softmax_numerators(row.data(), d);
+      for (float& value : row) value *= inverse;
+      round_to_bf16(row.data(), y + r * d, d);
+    }
   });
 }
 
@@ -96,12 +94,7 @@ inline void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
               head_size, 0.0f, scores.data(), tokens, square, pairs);
     parallel_rows(pairs * tokens, tokens, [&](int64_t r) {
       float* row = scores.data() + r * tokens;
-      float top = -INFINITY;
-      for (int64_t c = 0; c < tokens; ++c) top = std::max(top, row[c]);
-      // The numerators in place, four lanes at a time.
-      map_f32x4(row, row, tokens, [top](f32x4 s) { return exp_f32x4(s - top); });
-      float sum = 0;
-      for (int64_t c = 0; c < tokens; ++c) sum += row[c];
+      const float sum = softmax_numerators(row, tokens);
       round_to_bf16(row, numerators.data() + r * tokens, tokens);
       inverse_sum[static_cast<size_t>(r)] = 1.0f / sum;
     });
