@@ -36,11 +36,8 @@ inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta
 inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   constexpr int64_t block = 4096;
   parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
-    const int64_t begin = b * block, count = std::min(block, n - begin);
-    float buffer[block];
-    widen_bf16(x + begin, buffer, count);
-    gelu_float(buffer, buffer, count);
-    round_to_bf16(buffer, y + begin, count);
+    const int64_t begin = b * block;
+    gelu_bf16_rounded(x + begin, y + begin, std::min(block, n - begin));
   });
 }
 
