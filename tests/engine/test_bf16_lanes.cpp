@@ -1,6 +1,7 @@
 // The array conversions of kernels/cpu/bf16_lanes.h against bf16's scalar constructor and float
 // conversion, bit for bit: random bit patterns (NaNs, infinities, subnormals and ties included)
-// at lengths that leave a remainder after the sixteen-element groups.
+// at lengths that leave a remainder after the sixteen-element groups, and of one group or less
+// (the baseline loops; longer arrays take the AVX-512 build where the processor has it).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -29,7 +30,7 @@ TEST_CASE("bf16 lanes: rounding and widening arrays give the scalar conversions'
       x.push_back(v);
     }
   x.push_back(std::numeric_limits<float>::infinity());
-  for (size_t length : {x.size(), size_t(33), size_t(15)}) {
+  for (size_t length : {x.size(), size_t(33), size_t(16), size_t(15)}) {
     CAPTURE(length);
     std::vector<bf16> got(length), expected(length);
     cpu::round_to_bf16(x.data(), got.data(), static_cast<int64_t>(length));
