@@ -39,7 +39,7 @@ fi
 # losses at 10% of the epochs, the robust one after the teacher warm-up. The head is narrower
 # (512 / 128) with its initial scale matched to ViT-B/16's (std 0.05 instead of 0.02). 10
 # epochs, not the study's 20: the validation signal shows no loss (README), and three seeds of
-# all six methods then fit in 11¼ minutes on two cores (21½ minutes of CPU). Only the last
+# all six methods then fit in 8½ minutes on two cores (16 minutes of CPU). Only the last
 # epoch is scored.
 common="--data-root $data_root --precision ${PRECISION:-auto} --weights $weights --image-size 28 --max-train $max_train \
  --epochs 10 --batch-size 128 --warmup-teacher-epochs 3 --head-hidden 512 --head-bottleneck 128 \

@@ -58,26 +58,41 @@ void gelu_backward(const T* x, const T* grad_out, T* grad_in, int64_t n, bool ov
 // ---- layer_norm over the last dimension (rows × d) ---------------------------------------------
 // y = (x − mean)·rstd·gamma + beta with the biased variance, rstd = 1/√(var + eps) (PyTorch).
 // gamma / beta may be null (no affine). Saves mean and rstd per row for the backward.
-template <class T>
-void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t rows,
-                        int64_t d, double eps) {
-  parallel_rows(rows, d, [&](int64_t r) {
-    const T* xr = x + r * d;
-    T* yr = y + r * d;
-    double sum = 0.0;
-    for (int64_t c = 0; c < d; ++c) sum += xr[c];
-    const double mu = sum / static_cast<double>(d);
-    double squares = 0.0;  // two passes: no cancellation for rows with a large mean
-    for (int64_t c = 0; c < d; ++c) squares += (xr[c] - mu) * (xr[c] - mu);
-    const double rs = 1.0 / std::sqrt(squares / static_cast<double>(d) + eps);
+// R rows at a time, their sums side by side: each row's sums still add its elements in order (the
+// same bits as one row at a time), but the R chains of dependent double additions overlap.
+template <int R, class T>
+void layer_norm_rows(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t d, double eps) {
+  double sum[R] = {}, squares[R] = {}, mu[R], rs[R];
+  for (int64_t c = 0; c < d; ++c)
+    for (int j = 0; j < R; ++j) sum[j] += x[j * d + c];
+  for (int j = 0; j < R; ++j) mu[j] = sum[j] / static_cast<double>(d);
+  for (int64_t c = 0; c < d; ++c)  // two passes: no cancellation for rows with a large mean
+    for (int j = 0; j < R; ++j) squares[j] += (x[j * d + c] - mu[j]) * (x[j * d + c] - mu[j]);
+  for (int j = 0; j < R; ++j) {
+    rs[j] = 1.0 / std::sqrt(squares[j] / static_cast<double>(d) + eps);
+    const T* xr = x + j * d;
+    T* yr = y + j * d;
     for (int64_t c = 0; c < d; ++c) {
-      double v = (xr[c] - mu) * rs;
+      double v = (xr[c] - mu[j]) * rs[j];
       if (gamma) v *= gamma[c];
       if (beta) v += beta[c];
       yr[c] = static_cast<T>(v);
     }
-    mean[r] = static_cast<T>(mu);
-    rstd[r] = static_cast<T>(rs);
+    mean[j] = static_cast<T>(mu[j]);
+    rstd[j] = static_cast<T>(rs[j]);
+  }
+}
+
+template <class T>
+void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t rows,
+                        int64_t d, double eps) {
+  constexpr int group = 4;
+  parallel_rows((rows + group - 1) / group, group * d, [&](int64_t g) {
+    const int64_t first = g * group;
+    if (first + group <= rows)
+      return layer_norm_rows<group>(x + first * d, gamma, beta, y + first * d, mean + first, rstd + first, d, eps);
+    for (int64_t r = first; r < rows; ++r)
+      layer_norm_rows<1>(x + r * d, gamma, beta, y + r * d, mean + r, rstd + r, d, eps);
   });
 }
 

@@ -2,8 +2,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "engine/ops/nn.h"
+#include "engine/ops/shape.h"
 #include "tests/gradcheck.h"
 
 using namespace mcdl;
@@ -90,6 +92,18 @@ TEST_CASE("layer_norm: dgamma over many rows does not depend on the thread count
     run_backward(layer_norm(x, gamma, beta), random_tensor({2000, 16}, 8, -1, 1, DType::f32), false);
     return std::pair{gamma.grad().to_vector<float>(), beta.grad().to_vector<float>()};
   });
+}
+
+TEST_CASE("layer_norm: rows normalised four at a time give each row's own bits") {
+  // 4·3 + 3 rows: whole groups and a tail, in float (the path the training runs take).
+  Tensor x = random_tensor({15, 37}, 9, -2, 3, DType::f32), gamma = random_tensor({37}, 10, 0.5, 1.5, DType::f32),
+         beta = random_tensor({37}, 11, -1, 1, DType::f32);
+  const std::vector<float> together = layer_norm(x, gamma, beta).to_vector<float>();
+  for (int64_t r = 0; r < 15; ++r) {
+    CAPTURE(r);
+    const std::vector<float> alone = layer_norm(slice(x, 0, r, r + 1), gamma, beta).to_vector<float>();
+    CHECK(std::memcmp(alone.data(), together.data() + r * 37, alone.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("softmax and log_softmax: values against PyTorch, stable for logits of ±50") {
