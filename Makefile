@@ -240,7 +240,8 @@ bench-augment: $(BENCH_AUGMENT)
 	./$(BENCH_AUGMENT)
 	-python3 tools/bench_augment_torch.py
 
-# The CPU GELU against the same formula with glibc's scalar erff (tools/bench_gelu.cpp).
+# The CPU GELU against the same formula with glibc's scalar erff, and the bf16 path's GELU and
+# array conversions against their alternatives (tools/bench_gelu.cpp).
 BENCH_GELU := $(BUILD)/bench_gelu
 all: $(BENCH_GELU)
 bench: bench-gelu
