@@ -2,9 +2,8 @@
 // the same formula with glibc's scalar erff, on one thread, for the activations of ViT-B/16's MLP
 // at batch 16 ([16·197, 3072]) drawn at three scales (most GELU inputs are small, where erff is
 // cheapest and the vector erf needs one polynomial). Then the bf16 inference path's passes on the
-// same shape: the bf16 GELU in one pass against widening, GELU and rounding as three, and the
-// array conversions (kernels/cpu/bf16_lanes.h) against their baseline x86-64 loops. Prints
-// nanoseconds per element, median of 7.
+// same shape: the float <-> bf16 array conversions (kernels/cpu/bf16_lanes.h) against their
+// baseline x86-64 loops. Prints nanoseconds per element, median of 7.
 #include <omp.h>
 
 #include <algorithm>
@@ -17,7 +16,6 @@
 
 #include "engine/ops/nn.h"
 #include "kernels/cpu/bf16_lanes.h"
-#include "kernels/cpu/gelu_float.h"
 #include "engine/random.h"
 
 using namespace mcdl;
@@ -73,13 +71,6 @@ int main() {
   auto row = [&](const char* name, double engine, double alternative) {
     std::printf("%-34s %10.2f %12.2f %8.2f\n", name, engine, alternative, alternative / engine);
   };
-  row("GELU: one pass / widen+GELU+round",
-      median_ns_per_element(count, [&] { cpu::gelu_bf16_rounded(halves.data(), out.data(), count); }),
-      median_ns_per_element(count, [&] {
-        cpu::widen_bf16(halves.data(), floats.data(), count);
-        cpu::gelu_float(floats.data(), floats.data(), count);
-        cpu::round_to_bf16(floats.data(), out.data(), count);
-      }));
   row("round to bf16: engine / baseline",
       median_ns_per_element(count, [&] { cpu::round_to_bf16(x.data<float>(), out.data(), count); }),
       median_ns_per_element(count, [&] { cpu::detail::round_to_bf16_lanes(x.data<float>(), out.data(), count); }));

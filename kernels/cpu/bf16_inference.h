@@ -18,41 +18,45 @@
 
 namespace mcdl::cpu {
 
-// Rows in blocks: widened to float, LayerNorm in float (row_float.h), rounded once.
+// f(row) on each row of x [rows, d] widened to float, then rounded into y once (y may be x); rows in
+// blocks of sixteen over the threads, with one float row per block.
+template <class F>
+void map_rows_in_float(const bf16* x, bf16* y, int64_t rows, int64_t d, F&& f) {
+  constexpr int64_t block = 16;
+  parallel_rows((rows + block - 1) / block, block * d, [&](int64_t b) {
+    std::vector<float> row(static_cast<size_t>(d));
+    for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
+      widen_bf16(x + r * d, row.data(), d);
+      f(row.data());
+      round_to_bf16(row.data(), y + r * d, d);
+    }
+  });
+}
+
+// LayerNorm in float (row_float.h).
 inline void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16* y, int64_t rows, int64_t d,
                             float eps) {
-  constexpr int64_t block = 16;
-  parallel_rows((rows + block - 1) / block, block * d, [&](int64_t b) {
-    std::vector<float> row(static_cast<size_t>(d));
-    for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
-      widen_bf16(x + r * d, row.data(), d);
-      layer_norm_row(row.data(), gamma, beta, row.data(), d, eps);
-      round_to_bf16(row.data(), y + r * d, d);
-    }
-  });
+  map_rows_in_float(x, y, rows, d, [&](float* row) { layer_norm_row(row, gamma, beta, row, d, eps); });
 }
 
-// In blocks: widened to float, the fp32 GELU (gelu_float.h), rounded once.
+// In blocks that stay in cache: widened to float, the fp32 GELU (gelu_float.h), rounded once.
+// (The three done sixteen elements at a time in registers was tried: 0.90–0.96× as fast on
+// N(0, 1) inputs, one thread.)
 inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   constexpr int64_t block = 4096;
-  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
-    const int64_t begin = b * block;
-    gelu_bf16_rounded(x + begin, y + begin, std::min(block, n - begin));
+  parallel_blocks(n, block, [&](int64_t begin, int64_t count) {
+    float buffer[block];
+    widen_bf16(x + begin, buffer, count);
+    gelu_float(buffer, buffer, count);
+    round_to_bf16(buffer, y + begin, count);
   });
 }
 
-// Rows in blocks as layer_norm_bf16, the exp that of the attention (row_float.h). In place allowed
-// (y = x).
+// The exp that of the attention (row_float.h). In place allowed (y = x).
 inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
-  constexpr int64_t block = 16;
-  parallel_rows((rows + block - 1) / block, block * d, [&](int64_t b) {
-    std::vector<float> row(static_cast<size_t>(d));
-    for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
-      widen_bf16(x + r * d, row.data(), d);
-      const float inverse = 1.0f / softmax_numerators(row.data(), d);
-      for (float& value : row) value *= inverse;
-      round_to_bf16(row.data(), y + r * d, d);
-    }
+  map_rows_in_float(x, y, rows, d, [&](float* row) {
+    const float inverse = 1.0f / softmax_numerators(row, d);
+    for (int64_t c = 0; c < d; ++c) row[c] *= inverse;
   });
 }
 

@@ -1,14 +1,9 @@
 // The AVX-512 build of kernels/cpu/bf16_lanes.h's conversion loops (the same operations, so the
-// same bits), chosen at run time. Not built by clang, which only `make fuzz` uses.
+// same bits), chosen at run time (bf16_lanes.h). Not built by clang, which only `make fuzz` uses.
 #ifndef __clang__
 #include "kernels/cpu/bf16_lanes.h"
 
 namespace mcdl::cpu::detail {
-
-bool avx512_conversions() {
-  static const bool supported = __builtin_cpu_supports("avx512f");
-  return supported;
-}
 
 __attribute__((target("avx512f"))) void widen_bf16_avx512(const bf16* x, float* y, int64_t n) {
   widen_bf16_lanes(x, y, n);

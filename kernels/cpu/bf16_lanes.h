@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace mcdl::cpu {
 
@@ -45,8 +46,7 @@ using s32x16 = int32_t __attribute__((vector_size(64)));
 }
 
 #ifndef __clang__  // clang (only `make fuzz` builds with it) keeps the baseline loops
-// kernels/cpu/bf16_lanes.cpp: the loops above built for AVX-512, and whether this processor has it.
-bool avx512_conversions();
+// kernels/cpu/bf16_lanes.cpp: the loops above built for AVX-512.
 void widen_bf16_avx512(const bf16* x, float* y, int64_t n);
 void round_to_bf16_avx512(const float* x, bf16* y, int64_t n);
 #endif
@@ -57,7 +57,7 @@ void round_to_bf16_avx512(const float* x, bf16* y, int64_t n);
 inline void widen_bf16(const bf16* x, float* y, int64_t n) {
 #ifndef __clang__
   // (A caller's constant n ≤ 16 drops the branch, so a caller built for AVX-512 inlines the loop.)
-  if (n > 16 && detail::avx512_conversions()) return detail::widen_bf16_avx512(x, y, n);
+  if (n > 16 && has_avx512f()) return detail::widen_bf16_avx512(x, y, n);
 #endif
   detail::widen_bf16_lanes(x, y, n);
 }
@@ -65,7 +65,7 @@ inline void widen_bf16(const bf16* x, float* y, int64_t n) {
 // y[i] = bf16(x[i]) for i < n.
 inline void round_to_bf16(const float* x, bf16* y, int64_t n) {
 #ifndef __clang__
-  if (n > 16 && detail::avx512_conversions()) return detail::round_to_bf16_avx512(x, y, n);
+  if (n > 16 && has_avx512f()) return detail::round_to_bf16_avx512(x, y, n);
 #endif
   detail::round_to_bf16_lanes(x, y, n);
 }

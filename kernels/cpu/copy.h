@@ -16,16 +16,10 @@ void convert(const Src* src, Dst* dst, int64_t n) {
 // float -> bf16 directly, so a value rounds once (not through double then float); both directions
 // sixteen elements at a time (bf16_lanes.h), in blocks over the threads.
 inline void convert(const float* src, bf16* dst, int64_t n) {
-  constexpr int64_t block = 4096;
-  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
-    round_to_bf16(src + b * block, dst + b * block, n - b * block < block ? n - b * block : block);
-  });
+  parallel_blocks(n, 4096, [&](int64_t begin, int64_t count) { round_to_bf16(src + begin, dst + begin, count); });
 }
 inline void convert(const bf16* src, float* dst, int64_t n) {
-  constexpr int64_t block = 4096;
-  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
-    widen_bf16(src + b * block, dst + b * block, n - b * block < block ? n - b * block : block);
-  });
+  parallel_blocks(n, 4096, [&](int64_t begin, int64_t count) { widen_bf16(src + begin, dst + begin, count); });
 }
 
 // `bytes` bytes from src to dst within host memory (the twin of cuda::copy_device_to_device).

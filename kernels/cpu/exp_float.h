@@ -7,8 +7,8 @@
 // Cephes's expf polynomial (1 + r + r²·p(r)); then two exact multiplications by powers of two
 // (2^⌊n/2⌋ and 2^(n−⌊n/2⌋)), so that overflow gives +inf and underflow rounds into the subnormals
 // as IEEE arithmetic does. Error against exp in double: within one ulp over the normal range (the
-// test sweeps [−87.3, 88.72]; at most 0.92 there); NaN stays NaN. No fused multiply-add is formed, so every machine gives
-// the same bits.
+// test sweeps [−87.3, 88.72]; at most 0.92 there); NaN stays NaN. No fused multiply-add is formed,
+// so every machine gives the same bits.
 #pragma once
 #include <cstdint>
 

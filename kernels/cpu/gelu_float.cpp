@@ -9,11 +9,10 @@
 #endif
 #include "kernels/cpu/gelu_float.h"
 
-#include <algorithm>
 #include <cstring>
 #include <numbers>
 
-#include "kernels/cpu/bf16_lanes.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/erf_float.h"
 
 namespace mcdl::cpu {
@@ -38,50 +37,15 @@ __attribute__((target("avx512f"))) void gelu_avx512(const float* x, float* y, in
   }
   map_f32x4(x + i, y + i, n - i, gelu_f32x4);
 }
-
-// Sixteen elements widened, through the GELU and rounded in registers: the bf16 array's conversions
-// (bf16_lanes.h) inlined here take AVX-512 too, and no float array is written and read back.
-__attribute__((target("avx512f"))) void gelu_bf16_avx512(const bf16* x, bf16* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    float widened[16];
-    widen_bf16(x + i, widened, 16);
-    f32x16 v;
-    std::memcpy(&v, widened, sizeof v);
-    v = gelu_lanes<f32x16, i32x16>(v);
-    std::memcpy(widened, &v, sizeof v);
-    round_to_bf16(widened, y + i, 16);
-  }
-  float rest[16];
-  widen_bf16(x + i, rest, n - i);
-  map_f32x4(rest, rest, n - i, gelu_f32x4);
-  round_to_bf16(rest, y + i, n - i);
-}
 #endif
 
 }  // namespace
 
 void gelu_float(const float* x, float* y, int64_t n) {
 #ifdef MCDL_GELU_SIXTEEN_LANES
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return gelu_avx512(x, y, n);
+  if (has_avx512f()) return gelu_avx512(x, y, n);
 #endif
   map_f32x4(x, y, n, gelu_f32x4);
-}
-
-void gelu_bf16_rounded(const bf16* x, bf16* y, int64_t n) {
-#ifdef MCDL_GELU_SIXTEEN_LANES
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return gelu_bf16_avx512(x, y, n);
-#endif
-  constexpr int64_t block = 1024;
-  float buffer[block];
-  for (int64_t begin = 0; begin < n; begin += block) {
-    const int64_t count = std::min(block, n - begin);
-    widen_bf16(x + begin, buffer, count);
-    map_f32x4(buffer, buffer, count, gelu_f32x4);
-    round_to_bf16(buffer, y + begin, count);
-  }
 }
 
 }  // namespace mcdl::cpu

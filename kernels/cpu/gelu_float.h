@@ -4,16 +4,9 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/bf16.h"
-
 namespace mcdl::cpu {
 
 // y[i] = gelu(x[i]) for i < n; y may be x.
 void gelu_float(const float* x, float* y, int64_t n);
-
-// y[i] = bf16(gelu(float(x[i]))) for i < n, on the calling thread: the bits of widen_bf16,
-// gelu_float and round_to_bf16 in turn (kernels/cpu/bf16_lanes.h), without the float array in
-// between on the sixteen-lane path. y may be x.
-void gelu_bf16_rounded(const bf16* x, bf16* y, int64_t n);
 
 }  // namespace mcdl::cpu

@@ -30,11 +30,7 @@ template <class T>
 void gelu_forward(const T* x, T* y, int64_t n) {
   constexpr T inv_sqrt2 = static_cast<T>(1.0 / std::numbers::sqrt2);
   if constexpr (std::is_same_v<T, float>) {
-    constexpr int64_t block = 4096;
-    parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
-      const int64_t begin = b * block;
-      gelu_float(x + begin, y + begin, std::min(block, n - begin));
-    });
+    parallel_blocks(n, 4096, [&](int64_t begin, int64_t count) { gelu_float(x + begin, y + begin, count); });
   } else {
     parallel_for(n, [&](int64_t i) {
       const T v = x[i];

@@ -22,6 +22,16 @@ void parallel_rows(int64_t rows, int64_t row_cost, F&& body) {
   for (int64_t r = 0; r < rows; ++r) body(r);
 }
 
+// body(begin, count) for consecutive blocks of `block` elements of [0, n) (the last one shorter),
+// the blocks split over the threads: for loops whose body works on a whole array span.
+template <class F>
+void parallel_blocks(int64_t n, int64_t block, F&& body) {
+  parallel_rows((n + block - 1) / block, block, [&](int64_t b) {
+    const int64_t begin = b * block;
+    body(begin, n - begin < block ? n - begin : block);
+  });
+}
+
 // Sum of term(i) for i in [0, n) in double: chunks of a fixed size are summed in parallel,
 // then the partial sums are added in chunk order (deterministic for any thread count).
 template <class F>

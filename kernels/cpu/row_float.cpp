@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/exp_float.h"
 
 namespace mcdl::cpu {
@@ -131,24 +132,20 @@ __attribute__((target("avx512f"))) void layer_norm_row_avx512(const float* x, co
                                                              float* y, int64_t d, float eps) {
   layer_norm_row_lanes<f32x16>(x, gamma, beta, y, d, eps);
 }
-bool has_avx512() {
-  static const bool supported = __builtin_cpu_supports("avx512f");
-  return supported;
-}
 #endif
 
 }  // namespace
 
 float softmax_numerators(float* row, int64_t n) {
 #ifdef MCDL_ROWS_SIXTEEN_LANES
-  if (has_avx512()) return softmax_numerators_avx512(row, n);
+  if (has_avx512f()) return softmax_numerators_avx512(row, n);
 #endif
   return softmax_numerators_lanes<f32x4, i32x4>(row, n);
 }
 
 void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps) {
 #ifdef MCDL_ROWS_SIXTEEN_LANES
-  if (has_avx512()) return layer_norm_row_avx512(x, gamma, beta, y, d, eps);
+  if (has_avx512f()) return layer_norm_row_avx512(x, gamma, beta, y, d, eps);
 #endif
   layer_norm_row_lanes<f32x4>(x, gamma, beta, y, d, eps);
 }

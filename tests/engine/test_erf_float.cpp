@@ -1,7 +1,7 @@
 // The CPU GELU's four-lane erf (kernels/cpu/erf_float.h) against erf in double: within 1.14 ulp
 // over a sweep of the floats in [0, 4.5] (every float, offline, gives 1.137 at 1.0064), odd,
 // the special values, and every length (the padded last group); the GELU's sixteen-lane path
-// against the four-lane formula, bit for bit; and the bf16 GELU against its parts.
+// against the four-lane formula, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/bf16_lanes.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/erf_float.h"
 #include "kernels/cpu/gelu_float.h"
 
@@ -108,29 +108,5 @@ TEST_CASE("gelu_float: the sixteen-lane path (AVX-512) gives the four-lane formu
     mcdl::cpu::gelu_float(x.data(), got.data(), length);
     CHECK(std::memcmp(expected.data(), got.data(), static_cast<size_t>(length) * sizeof(float)) == 0);
   }
-  if (!__builtin_cpu_supports("avx512f")) MESSAGE("no AVX-512 here: only the four-lane path ran");
-}
-
-TEST_CASE("gelu_bf16_rounded: the bits of widening, gelu_float and rounding in turn, at every length, in place too") {
-  // Every bf16 bit pattern (both signs, subnormals, inf, NaN), so the rounding and the conversion are
-  // covered too, then lengths that leave remainders after the sixteen-lane groups.
-  std::vector<mcdl::bf16> x(65536);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const uint16_t bits = static_cast<uint16_t>(i);
-    std::memcpy(static_cast<void*>(&x[i]), &bits, sizeof bits);
-  }
-  std::vector<float> widened(x.size());
-  mcdl::cpu::widen_bf16(x.data(), widened.data(), static_cast<int64_t>(x.size()));
-  mcdl::cpu::gelu_float(widened.data(), widened.data(), static_cast<int64_t>(x.size()));
-  std::vector<mcdl::bf16> expected(x.size());
-  mcdl::cpu::round_to_bf16(widened.data(), expected.data(), static_cast<int64_t>(x.size()));
-  for (int64_t length : {int64_t(65536), int64_t(1000), int64_t(37), int64_t(16), int64_t(5), int64_t(1)}) {
-    CAPTURE(length);
-    std::vector<mcdl::bf16> got(x.size());
-    mcdl::cpu::gelu_bf16_rounded(x.data(), got.data(), length);
-    CHECK(std::memcmp(got.data(), expected.data(), static_cast<size_t>(length) * sizeof(mcdl::bf16)) == 0);
-    std::vector<mcdl::bf16> in_place(x.begin(), x.begin() + length);
-    mcdl::cpu::gelu_bf16_rounded(in_place.data(), in_place.data(), length);
-    CHECK(std::memcmp(in_place.data(), expected.data(), static_cast<size_t>(length) * sizeof(mcdl::bf16)) == 0);
-  }
+  if (!mcdl::cpu::has_avx512f()) MESSAGE("no AVX-512 here: only the four-lane path ran");
 }

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/exp_float.h"
 #include "kernels/cpu/row_float.h"
 
@@ -98,5 +99,5 @@ TEST_CASE("layer_norm_row: the documented order's bits at every length, in place
     for (size_t i = 0; i < x.size(); ++i)
       CHECK(got[i] == doctest::Approx((x[i] - exact_mean) * exact_rstd * gamma[i] + beta[i]).epsilon(1e-5).scale(1.0));
   }
-  if (!__builtin_cpu_supports("avx512f")) MESSAGE("no AVX-512 here: only the four-lane path ran");
+  if (!mcdl::cpu::has_avx512f()) MESSAGE("no AVX-512 here: only the four-lane path ran");
 }

@@ -1,0 +1,12 @@
+// What the processor offers beyond baseline x86-64, asked once per process: the host kernels with
+// an AVX-512 build (GELU, the float row passes, the bf16 conversions) choose it at run time.
+#pragma once
+
+namespace mcdl::cpu {
+
+inline bool has_avx512f() {
+  static const bool supported = __builtin_cpu_supports("avx512f");
+  return supported;
+}
+
+}  // namespace mcdl::cpu
