@@ -23,7 +23,7 @@ Attention::Attention(int64_t dim, int64_t num_heads, bool qkv_bias)
 Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v) const {
   const int64_t b = q.size(0), tq = q.size(2);
   // PyTorch: attn = (q @ k.transpose(-2, -1)) * scale, softmax over keys, then attn @ v.
-  Tensor weights = softmax(matmul(q, transpose(k, -1, -2)) * scale_);
+  Tensor weights = softmax(matmul_transposed(q, k) * scale_);
   Tensor context = permute(matmul(weights, v), {0, 2, 1, 3});  // [B, Tq, H, hd]
   return proj.forward(reshape(context, {b, tq, dim_}));
 }

@@ -16,12 +16,14 @@ struct MatmulDims {
   bool shared_b;  // b is [K, N] for every batch entry
 };
 
-MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
+// b is [..., K, N], or [..., N, K] when b_transposed.
+MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool b_transposed) {
   check_same_dtype_device("matmul", a, b);
   check_floating("matmul", a);
   check(a.dim() >= 2 && b.dim() >= 2, "matmul: both inputs need at least 2 dimensions, got ", a, " and ", b);
-  MatmulDims d{1, a.size(-2), a.size(-1), b.size(-1), b.dim() == 2};
-  check(b.size(-2) == d.k, "matmul: inner dimensions differ: ", a, " · ", b);
+  MatmulDims d{1, a.size(-2), a.size(-1), b.size(b_transposed ? -2 : -1), b.dim() == 2};
+  check(b.size(b_transposed ? -1 : -2) == d.k, "matmul: inner dimensions differ: ", a, " · ", b,
+        b_transposed ? " (transposed)" : "");
   if (!d.shared_b) {
     check(a.dim() == b.dim() && Shape(a.shape().begin(), a.shape().end() - 2) ==
                                     Shape(b.shape().begin(), b.shape().end() - 2),
@@ -29,6 +31,50 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
   }
   for (int64_t i = 0; i < a.dim() - 2; ++i) d.batch *= a.size(i);
   return d;
+}
+
+// C = A·op(B) with op(B) = B or Bᵀ; the backward reads B the same way: dA = G·op(B)ᵀ, and
+// dB = Aᵀ·G (or its transpose Gᵀ·A when B is stored transposed).
+Tensor matmul_impl(const Tensor& a, const Tensor& b, bool b_transposed) {
+  const MatmulDims d = matmul_dims(a, b, b_transposed);
+  Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+  out_shape.push_back(d.n);
+  Tensor out = empty(out_shape, a.dtype(), a.device());
+  // A shared B turns the batch into one product of the stacked rows: [batch·M, K] · [K, N].
+  const int64_t rows = d.shared_b ? d.batch * d.m : d.m, batch = d.shared_b ? 1 : d.batch;
+  const int64_t ldb = b_transposed ? d.k : d.n;
+  // On CUDA, matmul stays on cublasGemmStridedBatchedEx, not cuBLASLt: with no bias there is no
+  // epilogue to fuse, cuBLAS's GEMM already runs cuBLASLt's kernels under its own heuristic, and
+  // PyTorch's matmul takes the same cublasGemm*Ex path. linear's measured gap to PyTorch (0.396
+  // vs 0.257 ms, TF32, H200) was the bias pass (232 MB written, then read back at beta = 1),
+  // which matmul does not have; not measured for matmul itself.
+  dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
+    using T = decltype(zero);
+    batched_gemm<T>(a.device(), batch, false, b_transposed, rows, d.n, d.k, a.ptr<T>(), d.k, rows * d.k, b.ptr<T>(),
+                    ldb, d.k * d.n, out.ptr<T>(), d.n, rows * d.n, GradMode::Overwrite);
+  });
+  record(out, "matmul", {a, b}, [a, b, d, rows, batch, b_transposed, ldb](const Tensor& g, GradSink& sink) {
+    dispatch_floating(g.dtype(), "matmul backward", [&](auto zero) {
+      using T = decltype(zero);
+      GradMode mode;
+      if (sink.needed(0)) {  // dA = G·op(B)ᵀ
+        Tensor& da = sink.buffer(0, mode);
+        batched_gemm<T>(g.device(), batch, false, !b_transposed, rows, d.k, d.n, g.ptr<T>(), d.n, rows * d.n,
+                        b.ptr<T>(), ldb, d.k * d.n, da.ptr<T>(), d.k, rows * d.k, mode);
+      }
+      if (sink.needed(1)) {  // dB = Aᵀ·G, or Gᵀ·A stored transposed (a shared B sums over the stacked rows)
+        Tensor& db = sink.buffer(1, mode);
+        if (b_transposed) {
+          batched_gemm<T>(g.device(), batch, true, false, d.n, d.k, rows, g.ptr<T>(), d.n, rows * d.n, a.ptr<T>(),
+                          d.k, rows * d.k, db.ptr<T>(), d.k, d.k * d.n, mode);
+        } else {
+          batched_gemm<T>(g.device(), batch, true, false, d.k, d.n, rows, a.ptr<T>(), d.k, rows * d.k, g.ptr<T>(),
+                          d.n, rows * d.n, db.ptr<T>(), d.n, d.k * d.n, mode);
+        }
+      }
+    });
+  });
+  return out;
 }
 
 }  // namespace
@@ -66,41 +112,8 @@ MatmulPrecision select_matmul_precision(const std::string& text, Device device) 
 void set_matmul_precision(MatmulPrecision value) { precision = value; }
 MatmulPrecision matmul_precision() { return precision; }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  const MatmulDims d = matmul_dims(a, b);
-  Shape out_shape(a.shape().begin(), a.shape().end() - 1);
-  out_shape.push_back(d.n);
-  Tensor out = empty(out_shape, a.dtype(), a.device());
-  // A shared B turns the batch into one product of the stacked rows: [batch·M, K] · [K, N].
-  const int64_t rows = d.shared_b ? d.batch * d.m : d.m, batch = d.shared_b ? 1 : d.batch;
-  // On CUDA, matmul stays on cublasGemmStridedBatchedEx, not cuBLASLt: with no bias there is no
-  // epilogue to fuse, cuBLAS's GEMM already runs cuBLASLt's kernels under its own heuristic, and
-  // PyTorch's matmul takes the same cublasGemm*Ex path. linear's measured gap to PyTorch (0.396
-  // vs 0.257 ms, TF32, H200) was the bias pass (232 MB written, then read back at beta = 1),
-  // which matmul does not have; not measured for matmul itself.
-  dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
-    using T = decltype(zero);
-    batched_gemm<T>(a.device(), batch, false, false, rows, d.n, d.k, a.ptr<T>(), d.k, rows * d.k, b.ptr<T>(), d.n,
-                    d.k * d.n, out.ptr<T>(), d.n, rows * d.n, GradMode::Overwrite);
-  });
-  record(out, "matmul", {a, b}, [a, b, d, rows, batch](const Tensor& g, GradSink& sink) {
-    dispatch_floating(g.dtype(), "matmul backward", [&](auto zero) {
-      using T = decltype(zero);
-      GradMode mode;
-      if (sink.needed(0)) {  // dA = G·Bᵀ
-        Tensor& da = sink.buffer(0, mode);
-        batched_gemm<T>(g.device(), batch, false, true, rows, d.k, d.n, g.ptr<T>(), d.n, rows * d.n, b.ptr<T>(),
-                        d.n, d.k * d.n, da.ptr<T>(), d.k, rows * d.k, mode);
-      }
-      if (sink.needed(1)) {  // dB = Aᵀ·G (a shared B sums over the stacked rows in one product)
-        Tensor& db = sink.buffer(1, mode);
-        batched_gemm<T>(g.device(), batch, true, false, d.k, d.n, rows, a.ptr<T>(), d.k, rows * d.k, g.ptr<T>(), d.n,
-                        rows * d.n, db.ptr<T>(), d.n, d.k * d.n, mode);
-      }
-    });
-  });
-  return out;
-}
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false); }
+Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true); }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("linear", x, weight);

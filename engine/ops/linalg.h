@@ -9,6 +9,9 @@ namespace mcdl {
 // a [..., M, K] · b [..., K, N] → [..., M, N]. The leading (batch) dimensions of a and b
 // must be equal, or b is a plain [K, N] matrix shared by every batch entry.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// a [..., M, K] · b [..., N, K]ᵀ → [..., M, N] (PyTorch's a @ b.transpose(-2, -1)) without
+// materialising the transpose: the product reads b transposed. Batch rules as matmul's.
+Tensor matmul_transposed(const Tensor& a, const Tensor& b);
 
 // x [..., in] · weightᵀ + bias → [..., out], with weight [out, in] and bias [out] (bias may
 // be an undefined Tensor for no bias).

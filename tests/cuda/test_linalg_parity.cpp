@@ -77,6 +77,10 @@ TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
                     {leaf({2, 3, 5, 8}, 8), leaf({2, 3, 8, 3}, 9)});
   check_cuda_parity("matmul shared b", [](auto& x) { return matmul(x[0], x[1]); },
                     {leaf({3, 5, 8}, 10), leaf({8, 6}, 11)});
+  check_cuda_parity("matmul_transposed batched", [](auto& x) { return matmul_transposed(x[0], x[1]); },
+                    {leaf({2, 3, 5, 8}, 29), leaf({2, 3, 7, 8}, 30)});
+  check_cuda_parity("matmul_transposed shared b", [](auto& x) { return matmul_transposed(x[0], x[1]); },
+                    {leaf({3, 5, 8}, 31), leaf({6, 8}, 32)});
   check_cuda_parity("linear", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 12), leaf({3, 64}, 13), leaf({3}, 14)}, 1e-5, 1e-4);
   check_cuda_parity("linear wide bias", [](auto& x) { return linear(x[0], x[1], x[2]); },

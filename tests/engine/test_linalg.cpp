@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/ops/linalg.h"
+#include "engine/ops/shape.h"
 #include "tests/gradcheck.h"
 
 using namespace mcdl;
@@ -21,6 +22,23 @@ TEST_CASE("matmul: gradients, 2-D, batched and with a shared right matrix") {
   check_op("matmul batched", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({2, 3, 3, 4}, 3), leaf({2, 3, 4, 2}, 4)});
   check_op("matmul shared b", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({3, 2, 4}, 5), leaf({4, 3}, 6)});
   check_op("matmul same input twice", [](auto& x) { return matmul(x[0], x[0]); }, {leaf({4, 4}, 7)});
+}
+
+TEST_CASE("matmul_transposed: a·bᵀ without the transpose, gradients in every batch form") {
+  // The same values as matmul with b transposed first.
+  Tensor a = random_tensor({2, 3, 5, 4}, 20), b = random_tensor({2, 3, 6, 4}, 21);
+  CHECK(matmul_transposed(a, b).to_vector<double>() == matmul(a, transpose(b, -1, -2)).to_vector<double>());
+  CHECK(matmul_transposed(a, b).shape() == Shape{2, 3, 5, 6});
+  check_op("matmul_transposed 2d", [](auto& x) { return matmul_transposed(x[0], x[1]); },
+           {leaf({3, 4}, 22), leaf({5, 4}, 23)});
+  check_op("matmul_transposed batched", [](auto& x) { return matmul_transposed(x[0], x[1]); },
+           {leaf({2, 3, 3, 4}, 24), leaf({2, 3, 2, 4}, 25)});
+  check_op("matmul_transposed shared b", [](auto& x) { return matmul_transposed(x[0], x[1]); },
+           {leaf({3, 2, 4}, 26), leaf({5, 4}, 27)});
+  check_op("matmul_transposed same input twice (a Gram matrix)", [](auto& x) { return matmul_transposed(x[0], x[0]); },
+           {leaf({4, 3}, 28)});
+  CHECK_THROWS_WITH(matmul_transposed(zeros({2, 3}, DType::f64), zeros({3, 2}, DType::f64)),
+                    doctest::Contains("matmul: inner dimensions differ: f64[2, 3] cpu · f64[3, 2] cpu (transposed)"));
 }
 
 TEST_CASE("linear: gradients with and without bias") {

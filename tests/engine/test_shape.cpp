@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "engine/ops/shape.h"
 #include "tests/gradcheck.h"
 
@@ -60,6 +62,34 @@ TEST_CASE("permute and transpose: values of a known arange, every dtype") {
     CHECK(t.to_vector<int64_t>() == std::vector<int64_t>{0, 3, 1, 4, 2, 5});
   }
   CHECK(transpose(x, -1, 0).to_vector<int64_t>() == permute(x, {2, 1, 0}).to_vector<int64_t>());
+}
+
+TEST_CASE("permute: every axis order of shapes with size-1 axes and mergeable runs, against index arithmetic") {
+  // The kernel drops size-1 axes and merges axes that stay neighbours; the reference indexes
+  // every element on its own.
+  for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{1, 3, 1, 4}, Shape{2, 1, 3, 2}, Shape{3, 2, 1, 1},
+                             Shape{1, 1, 1, 1}, Shape{4, 7, 1, 3}}) {
+    std::vector<int64_t> perm{0, 1, 2, 3};
+    do {
+      CAPTURE(shape);
+      CAPTURE(perm);
+      const Tensor x = arange_as(shape);
+      const std::vector<int64_t> got = permute(x, perm).to_vector<int64_t>();
+      Shape out_shape(4);
+      for (size_t d = 0; d < 4; ++d) out_shape[d] = shape[static_cast<size_t>(perm[d])];
+      std::vector<int64_t> expected;
+      std::vector<int64_t> at(4);  // the dst index, row-major
+      for (at[0] = 0; at[0] < out_shape[0]; ++at[0])
+        for (at[1] = 0; at[1] < out_shape[1]; ++at[1])
+          for (at[2] = 0; at[2] < out_shape[2]; ++at[2])
+            for (at[3] = 0; at[3] < out_shape[3]; ++at[3]) {
+              std::vector<int64_t> src(4);
+              for (size_t d = 0; d < 4; ++d) src[static_cast<size_t>(perm[d])] = at[d];
+              expected.push_back(((src[0] * shape[1] + src[1]) * shape[2] + src[2]) * shape[3] + src[3]);
+            }
+      CHECK(got == expected);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
 }
 
 TEST_CASE("permute and transpose: gradients") {
