@@ -77,30 +77,42 @@ std::vector<double> tsne_2d(const std::vector<double>& x, int64_t n, int64_t d, 
       gradient(y.size());
   for (double& v : y) v = 1e-4 * stream.normal();
   const double exaggeration = 12.0, rate = std::max(static_cast<double>(n) / exaggeration / 4.0, 50.0);
-  std::vector<double> similarity(static_cast<size_t>(n * n));
+  // The layout by coordinate (contiguous loads in the row loop) and each row's sums.
+  std::vector<double> first(static_cast<size_t>(n)), second(static_cast<size_t>(n)), row_z(static_cast<size_t>(n)),
+      attraction(y.size()), repulsion(y.size());
   for (int64_t it = 0; it < options.iterations; ++it) {
+    for (int64_t i = 0; i < n; ++i) first[i] = y[static_cast<size_t>(2 * i)], second[i] = y[static_cast<size_t>(2 * i + 1)];
+    // The gradient 4·Σ_j (E·p_ij − s_ij/Z)·s_ij·(y_i − y_j), s_ij = 1/(1 + |y_i − y_j|²), Z = Σ_{i≠j} s_ij,
+    // split as 4·(E·Σ_j p_ij·s_ij·(y_i − y_j) − Σ_j s_ij²·(y_i − y_j) / Z): one pass over the pairs
+    // gives both sums and Z's rows (the j = i term adds s = 1 to Z's row and nothing to the others).
+    parallel_rows(n, row_cost(n), [&](int64_t i) {
+      const double* p_row = joint.data() + i * n;
+      const double xi = first[i], yi = second[i];
+      // Four interleaved partial sums per quantity (lane l takes j ≡ l mod 4), so that the loop
+      // vectorizes; the lanes are added in a fixed order.
+      constexpr int64_t lanes = 4;
+      double z[lanes] = {}, ax[lanes] = {}, ay[lanes] = {}, rx[lanes] = {}, ry[lanes] = {};
+      auto add = [&](int64_t l, int64_t j) {
+        const double dx = xi - first[j], dy = yi - second[j];
+        const double s = 1.0 / (1.0 + dx * dx + dy * dy), ps = p_row[j] * s, ss = s * s;
+        z[l] += s;
+        ax[l] += ps * dx, ay[l] += ps * dy;
+        rx[l] += ss * dx, ry[l] += ss * dy;
+      };
+      int64_t j = 0;
+      for (; j + lanes <= n; j += lanes)
+        for (int64_t l = 0; l < lanes; ++l) add(l, j + l);
+      for (; j < n; ++j) add(j % lanes, j);
+      auto total = [](const double* v) { return (v[0] + v[1]) + (v[2] + v[3]); };
+      row_z[static_cast<size_t>(i)] = total(z) - 1.0;
+      attraction[static_cast<size_t>(2 * i)] = total(ax), attraction[static_cast<size_t>(2 * i + 1)] = total(ay);
+      repulsion[static_cast<size_t>(2 * i)] = total(rx), repulsion[static_cast<size_t>(2 * i + 1)] = total(ry);
+    });
     const bool early = it < 250;
-    parallel_rows(n, row_cost(n), [&](int64_t i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const double dx = y[static_cast<size_t>(2 * i)] - y[static_cast<size_t>(2 * j)];
-        const double dy = y[static_cast<size_t>(2 * i + 1)] - y[static_cast<size_t>(2 * j + 1)];
-        similarity[static_cast<size_t>(i * n + j)] = i == j ? 0.0 : 1.0 / (1.0 + dx * dx + dy * dy);
-      }
-    });
-    const double z = std::accumulate(similarity.begin(), similarity.end(), 0.0);
-    parallel_rows(n, row_cost(n), [&](int64_t i) {
-      double gx = 0, gy = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const double s = similarity[static_cast<size_t>(i * n + j)];
-        const double force = ((early ? exaggeration : 1.0) * joint[static_cast<size_t>(i * n + j)] - s / z) * s;
-        gx += force * (y[static_cast<size_t>(2 * i)] - y[static_cast<size_t>(2 * j)]);
-        gy += force * (y[static_cast<size_t>(2 * i + 1)] - y[static_cast<size_t>(2 * j + 1)]);
-      }
-      gradient[static_cast<size_t>(2 * i)] = 4.0 * gx;
-      gradient[static_cast<size_t>(2 * i + 1)] = 4.0 * gy;
-    });
+    const double z = std::accumulate(row_z.begin(), row_z.end(), 0.0), scale = early ? exaggeration : 1.0;
     const double momentum = early ? 0.5 : 0.8;
     for (size_t c = 0; c < y.size(); ++c) {
+      gradient[c] = 4.0 * (scale * attraction[c] - repulsion[c] / z);
       // Delta-bar-delta: a coordinate whose gradient keeps its sign against the last step speeds up.
       gains[c] = (gradient[c] > 0) != (update[c] > 0) ? gains[c] + 0.2 : std::max(gains[c] * 0.8, 0.01);
       update[c] = momentum * update[c] - rate * gains[c] * gradient[c];
