@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/permute_runs.h"
 
 namespace mcdl::cpu {
 
@@ -24,71 +25,27 @@ using bits_of = std::conditional_t<
 // value when overwrite, else dst += value).
 inline constexpr int64_t max_permute_rank = std::numeric_limits<int64_t>::max();
 
-// The same permutation with size-1 axes dropped and neighbouring dst axes merged where they are
-// also neighbours, in the same order, in src (e.g. [B, H, T, hd] → [B, T, H, hd] keeps its four
-// axes, [B, 1, T, D] → [B, T, 1, D] becomes a plain copy): fewer, longer rows.
-struct PermutePlan {
-  std::vector<int64_t> src_shape, perm;  // perm[d] = the src axis of dst axis d
-};
-inline PermutePlan coalesced_permute(const int64_t* src_shape, const int64_t* perm, int64_t rank) {
-  // Runs of dst axes whose src axes are consecutive and in order become one axis.
-  std::vector<std::vector<int64_t>> runs;  // src axes of each merged dst axis, in order
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t axis = perm[d];
-    if (src_shape[axis] == 1) continue;
-    if (!runs.empty()) {
-      const int64_t last = runs.back().back();
-      bool ones_between = last < axis;
-      for (int64_t a = last + 1; ones_between && a < axis; ++a) ones_between = src_shape[a] == 1;
-      if (ones_between) {
-        runs.back().push_back(axis);
-        continue;
-      }
-    }
-    runs.push_back({axis});
-  }
-  // The merged axes in src order give the coalesced src shape; perm maps dst runs to it.
-  std::vector<int64_t> order(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) order[i] = static_cast<int64_t>(i);
-  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return runs[x][0] < runs[y][0]; });
-  PermutePlan plan{std::vector<int64_t>(runs.size()), std::vector<int64_t>(runs.size())};
-  for (size_t s = 0; s < order.size(); ++s) {
-    int64_t size = 1;
-    for (int64_t axis : runs[static_cast<size_t>(order[s])]) size *= src_shape[axis];
-    plan.src_shape[s] = size;
-    plan.perm[static_cast<size_t>(order[s])] = static_cast<int64_t>(s);
-  }
-  return plan;
-}
-
 template <class T>
-void permute(const T* src, T* dst, const int64_t* src_shape_in, const int64_t* perm_in, int64_t rank_in,
-             bool overwrite) {
-  const PermutePlan plan = coalesced_permute(src_shape_in, perm_in, rank_in);
-  const int64_t rank = static_cast<int64_t>(plan.perm.size());
-  if (rank == 0) {  // a single element
-    dst[0] = overwrite ? src[0] : dst[0] + src[0];
-    return;
-  }
-  const int64_t* src_shape = plan.src_shape.data();
-  const int64_t* perm = plan.perm.data();
-  std::vector<int64_t> src_strides(static_cast<size_t>(rank), 1), dst_shape(static_cast<size_t>(rank));
-  for (int64_t d = rank - 2; d >= 0; --d) src_strides[d] = src_strides[d + 1] * src_shape[d + 1];
-  for (int64_t d = 0; d < rank; ++d) dst_shape[d] = src_shape[perm[d]];
-  // One dst row (the last dst axis) at a time; its elements are src_strides[perm.back()] apart
-  // (1 when the last axes agree: a contiguous run, copied as such).
-  // Rows go in blocks: the first row's source offset comes from its index, the next ones from
-  // an odometer over the dst axes (a division per axis per row cost more than the copy).
-  const int64_t cols = dst_shape[rank - 1], col_stride = src_strides[perm[rank - 1]];
+void permute(const T* src, T* dst, const int64_t* src_shape, const int64_t* perm, int64_t rank, bool overwrite) {
+  const PermuteRuns runs = permute_runs(src_shape, perm, rank);
+  const std::vector<int64_t>& dst_shape = runs.dst_shape;
+  const std::vector<int64_t>& src_stride = runs.src_stride;
+  const int64_t axes = static_cast<int64_t>(dst_shape.size());
+  // One dst row (the last dst axis) at a time; its elements are src_stride.back() apart (1: a
+  // contiguous run, copied as such). Rows go in blocks: the first row's source offset comes
+  // from its index, the next ones from an odometer over the dst axes (a division per axis per
+  // row cost more than the copy).
+  const int64_t cols = dst_shape.back(), col_stride = src_stride.back();
   int64_t rows = 1;
-  for (int64_t d = 0; d < rank - 1; ++d) rows *= dst_shape[d];
+  for (int64_t d = 0; d < axes - 1; ++d) rows *= dst_shape[d];
+  if (rows == 0 || cols == 0) return;
   const int64_t block = std::max<int64_t>(1, 4096 / cols);
   parallel_rows((rows + block - 1) / block, block * cols, [&](int64_t b) {
-    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    std::vector<int64_t> index(static_cast<size_t>(axes), 0);
     int64_t src_base = 0;
-    for (int64_t d = rank - 2, rest = b * block; d >= 0; --d) {
+    for (int64_t d = axes - 2, rest = b * block; d >= 0; --d) {
       index[d] = rest % dst_shape[d];
-      src_base += index[d] * src_strides[perm[d]];
+      src_base += index[d] * src_stride[d];
       rest /= dst_shape[d];
     }
     const int64_t end = std::min(rows, (b + 1) * block);
@@ -106,10 +63,10 @@ void permute(const T* src, T* dst, const int64_t* src_shape_in, const int64_t* p
       } else {
         for (int64_t c = 0; c < cols; ++c) out[c] += in[c * col_stride];
       }
-      for (int64_t d = rank - 2; d >= 0; --d) {  // next row: carry through the dst axes
-        src_base += src_strides[perm[d]];
+      for (int64_t d = axes - 2; d >= 0; --d) {  // next row: carry through the dst axes
+        src_base += src_stride[d];
         if (++index[d] < dst_shape[d]) break;
-        src_base -= index[d] * src_strides[perm[d]];
+        src_base -= index[d] * src_stride[d];
         index[d] = 0;
       }
     }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cuda/elementwise_launch.h"
+#include "kernels/permute_runs.h"
 
 namespace mcdl::cuda {
 namespace {
@@ -17,44 +18,13 @@ struct PermuteGeometry {
   int64_t src_stride[max_permute_rank];
 };
 
-// Drops size-1 axes and merges dst axes that are consecutive src axes in the same order: fewer
-// divisions per element, and the transpose at the heart of the permutation shows (permute
-// (1, 2, 0) of [A, B, C] is the 2-D transpose [A, B·C] -> [B·C, A]; permute (0, 2, 1, 3) of
-// [B, 1, S, D] is a plain copy).
 PermuteGeometry permute_geometry(const int64_t* src_shape, const int64_t* perm, int64_t rank) {
-  std::vector<int64_t> kept_index(static_cast<size_t>(rank), -1), kept_shape;
-  for (int64_t a = 0; a < rank; ++a) {
-    if (src_shape[a] == 1) continue;
-    kept_index[a] = static_cast<int64_t>(kept_shape.size());
-    kept_shape.push_back(src_shape[a]);
-  }
-  // Runs of kept src axes [first, last] in dst order.
-  struct Run {
-    int64_t first, last;
-  };
-  std::vector<Run> runs;
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t a = kept_index[perm[d]];
-    if (a < 0) continue;
-    if (!runs.empty() && runs.back().last + 1 == a) {
-      runs.back().last = a;
-    } else {
-      runs.push_back({a, a});
-    }
-  }
+  const PermuteRuns runs = permute_runs(src_shape, perm, rank);
   PermuteGeometry g;
-  if (runs.empty()) {  // one element
-    g.rank = 1;
-    g.dst_shape[0] = g.dst_stride[0] = g.src_stride[0] = 1;
-    return g;
-  }
-  g.rank = static_cast<int>(runs.size());
+  g.rank = static_cast<int>(runs.dst_shape.size());
   for (int d = 0; d < g.rank; ++d) {
-    int64_t size = 1, stride = 1;
-    for (int64_t a = runs[d].first; a <= runs[d].last; ++a) size *= kept_shape[a];
-    for (size_t a = static_cast<size_t>(runs[d].last) + 1; a < kept_shape.size(); ++a) stride *= kept_shape[a];
-    g.dst_shape[d] = size;
-    g.src_stride[d] = stride;
+    g.dst_shape[d] = runs.dst_shape[static_cast<size_t>(d)];
+    g.src_stride[d] = runs.src_stride[static_cast<size_t>(d)];
   }
   g.dst_stride[g.rank - 1] = 1;
   for (int d = g.rank - 2; d >= 0; --d) g.dst_stride[d] = g.dst_stride[d + 1] * g.dst_shape[d + 1];

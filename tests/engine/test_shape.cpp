@@ -90,6 +90,7 @@ TEST_CASE("permute: every axis order of shapes with size-1 axes and mergeable ru
       CHECK(got == expected);
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
+  CHECK(permute(zeros({2, 0, 3}), {2, 0, 1}).shape() == Shape{3, 2, 0});  // nothing to move
 }
 
 TEST_CASE("permute and transpose: gradients") {
