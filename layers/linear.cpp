@@ -15,6 +15,10 @@ Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual) const {
   return bf16_linear(x, weight_bf16_.of(weight), bias.defined() ? bias_bf16_.of(bias) : Tensor(), residual);
 }
 
+Tensor Linear::forward_bf16_gelu(const Tensor& x) const {
+  return bf16_linear_gelu(x, weight_bf16_.of(weight), bias.defined() ? bias_bf16_.of(bias) : Tensor());
+}
+
 void Linear::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
   visit(prefix + "weight", weight, weight_init_);
   if (bias.defined()) visit(prefix + "bias", bias, ParamInit::constant(0.0));

@@ -15,6 +15,8 @@ class Linear : public Module {
   // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product);
   // the weight and bias rounded to bf16 once and kept until they change.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // GELU(forward_bf16(x)) as one op (bf16_linear_gelu).
+  Tensor forward_bf16_gelu(const Tensor& x) const;
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 
   Tensor weight, bias;  // bias undefined when the layer has none

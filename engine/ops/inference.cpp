@@ -61,33 +61,53 @@ Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   return out;
 }
 
-Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
-  check_inference_input("bf16_linear", x, DType::bf16);
-  check_product_parameter("bf16_linear", weight);
+namespace {
+
+// bf16_linear and bf16_linear_gelu: the checks, then the kernel; gelu has no residual.
+Tensor bf16_linear_op(const char* op, bool gelu, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const Tensor& residual) {
+  check_inference_input(op, x, DType::bf16);
+  check_product_parameter(op, weight);
   const int64_t in = x.dim() >= 1 ? x.size(-1) : 0;
-  check(weight.dim() == 2 && weight.size(1) == in && weight.device() == x.device(), "bf16_linear: input ", x,
+  check(weight.dim() == 2 && weight.size(1) == in && weight.device() == x.device(), op, ": input ", x,
         " does not fit weight ", weight);
   const int64_t out_features = weight.size(0);
   if (bias.defined()) {
-    check_product_parameter("bf16_linear", bias);
-    check(bias.shape() == Shape{out_features} && bias.device() == x.device(), "bf16_linear: bias ", bias,
+    check_product_parameter(op, bias);
+    check(bias.shape() == Shape{out_features} && bias.device() == x.device(), op, ": bias ", bias,
           " does not fit weight ", weight);
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   if (residual.defined()) {
-    check_inference_input("bf16_linear", residual, DType::bf16);
-    check(residual.shape() == out_shape && residual.device() == x.device(), "bf16_linear: residual ", residual,
+    check_inference_input(op, residual, DType::bf16);
+    check(residual.shape() == out_shape && residual.device() == x.device(), op, ": residual ", residual,
           " does not match the output ", shape_str(out_shape));
   }
   const Tensor weight16 = weight.to(DType::bf16);
   const Tensor bias16 = bias.defined() ? bias.to(DType::bf16) : zeros({out_features}, DType::bf16, x.device());
   Tensor out = empty(out_shape, DType::bf16, x.device());
+  const int64_t rows = x.numel() / std::max<int64_t>(in, 1);
   on_device(x.device(), [&](auto k) {
-    k.linear_bf16(x.numel() / std::max<int64_t>(in, 1), in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(),
-                  bias16.ptr<bf16>(), residual.defined() ? residual.ptr<bf16>() : nullptr, out.ptr<bf16>());
+    if (gelu) {
+      k.linear_gelu_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
+                         out.ptr<bf16>());
+    } else {
+      k.linear_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
+                    residual.defined() ? residual.ptr<bf16>() : nullptr, out.ptr<bf16>());
+    }
   });
   return out;
+}
+
+}  // namespace
+
+Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  return bf16_linear_op("bf16_linear", false, x, weight, bias, residual);
+}
+
+Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return bf16_linear_op("bf16_linear_gelu", true, x, weight, bias, Tensor());
 }
 
 Tensor bf16_gelu(const Tensor& x) {

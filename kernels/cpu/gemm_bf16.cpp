@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16_lanes.h"
+#include "kernels/cpu/gelu_float.h"
 #include "kernels/cpu/parallel.h"
 
 namespace mcdl::cpu {
@@ -126,28 +127,48 @@ void gemm_f32_as_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
             b_cols, stride_b == 0 ? 0 : b_rows * b_cols, beta, c, ldc, stride_c, batch);
 }
 
-void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                 const bf16* residual, bf16* y) {
+namespace {
+
+// y = act(x·wᵀ + bias (+ residual)), act the identity or the exact GELU, all in fp32 inside
+// oneDNN's matmul (its post-ops run on the accumulators), rounded to bf16 once.
+void linear_bf16_then(bool gelu, int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                      const bf16* bias, const bf16* residual, bf16* y) {
   if (rows == 0 || out == 0) return;
   if (in == 0) {
-    for (int64_t r = 0; r < rows; ++r)
+    std::vector<float> row(static_cast<size_t>(out));
+    for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < out; ++c)
-        y[r * out + c] =
-            bf16(static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f));
+        row[c] = static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f);
+      if (gelu) gelu_float(row.data(), row.data(), out);
+      for (int64_t c = 0; c < out; ++c) y[r * out + c] = bf16(row[c]);
+    }
     return;
   }
   dnnl::primitive_attr attr;
+  dnnl::post_ops ops;
   if (residual) {
     // The residual is the sum post-op's start value in y: read in fp32, added before the one rounding.
     if (residual != y) std::memcpy(static_cast<void*>(y), residual, static_cast<size_t>(rows * out) * sizeof(bf16));
-    dnnl::post_ops sum;
-    sum.append_sum(1.0f);
-    attr.set_post_ops(sum);
+    ops.append_sum(1.0f);
   }
+  if (gelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  if (residual || gelu) attr.set_post_ops(ops);
   const memory::data_type type = memory::data_type::bf16;
   run_matmul(matrix_desc(type, 1, 0, false, rows, in, in), x, matrix_desc(type, 1, 0, true, in, out, in), w,
              memory::desc(Dims{1, 1, out}, type, Dims{out, out, 1}), bias, matrix_desc(type, 1, 0, false, rows, out, out),
              y, attr);
+}
+
+}  // namespace
+
+void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                 const bf16* residual, bf16* y) {
+  linear_bf16_then(false, rows, in, out, x, w, bias, residual, y);
+}
+
+void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                      bf16* y) {
+  linear_bf16_then(true, rows, in, out, x, w, bias, nullptr, y);
 }
 
 }  // namespace mcdl::cpu

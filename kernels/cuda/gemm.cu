@@ -364,4 +364,10 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
   add_rows_bf16(y, bias, rows, out);
 }
 
+void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                      bf16* y) {
+  linear_bf16(rows, in, out, x, w, bias, nullptr, y);
+  gelu_bf16(y, y, rows * out);
+}
+
 }  // namespace mcdl::cuda

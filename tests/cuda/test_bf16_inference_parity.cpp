@@ -49,6 +49,12 @@ TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the r
       {random_f32({2, 9, 64}, 8), random_f32({48, 64}, 9, -0.2, 0.2), random_f32({48}, 10),
        random_f32({2, 9, 48}, 11, -4, 4)},
       device_tolerance, device_tolerance);
+  // The CPU applies the GELU to the fp32 sums, the device to the product rounded to bf16: one
+  // more rounding on the device, within the same bound.
+  check_cuda_forward_parity(
+      "bf16_linear_gelu", [](auto& x) { return as_f32(bf16_linear_gelu(as_bf16(x[0]), x[1], x[2])); },
+      {random_f32({2, 9, 64}, 16), random_f32({48, 64}, 17, -0.2, 0.2), random_f32({48}, 18)},
+      device_tolerance, device_tolerance);
   // One output feature: cuBLASLt is not asked; the product, then the bias kernel.
   check_cuda_forward_parity(
       "bf16_linear unfused",
@@ -70,6 +76,8 @@ TEST_CASE("bf16 inference ops stay within bf16's rounding of their f32 ops") {
               as_f32(bf16_linear(as_bf16(x), weight, bias, as_bf16(residual))), tolerance, tolerance);
   check_close("bf16_linear without bias", linear(x, weight), as_f32(bf16_linear(as_bf16(x), weight, Tensor())),
               tolerance, tolerance);
+  check_close("bf16_linear_gelu", gelu(linear(x, weight, bias)), as_f32(bf16_linear_gelu(as_bf16(x), weight, bias)),
+              tolerance, tolerance);
 
   // The attention of layers/attention.cpp in f32: [B, T, 3, H, hd] → q, k, v [B, H, T, hd].
   const Tensor qkv = random_f32({2, 17, 3 * 48}, 26, -2, 2);
@@ -90,6 +98,8 @@ TEST_CASE("bf16 inference ops refuse what they cannot do") {
   CHECK_THROWS_WITH(bf16_linear(x, random_f32({4, 7}, 32), Tensor()), doctest::Contains("does not fit weight"));
   CHECK_THROWS_WITH(bf16_linear(x, weight, Tensor(), as_bf16(random_f32({3, 5}, 33))),
                     doctest::Contains("does not match the output [3, 4]"));
+  CHECK_THROWS_WITH(bf16_linear_gelu(x, random_f32({4, 7}, 34), Tensor()),
+                    doctest::Contains("bf16_linear_gelu: input bf16[3, 8] cpu does not fit weight"));
   CHECK_THROWS_WITH(bf16_attention(x, 3), doctest::Contains("expected qkv [B, T, 3·D]"));
 }
 

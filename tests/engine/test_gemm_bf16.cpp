@@ -130,6 +130,39 @@ TEST_CASE("cpu bf16 linear: bias and residual summed in fp32, rounded once") {
   CHECK(static_cast<float>(separate[5]) == static_cast<float>(bf16(bias[5] + residual[5])));
 }
 
+TEST_CASE("cpu bf16 linear with GELU: the exact GELU of the fp32 sum, rounded once, on the fast kernel") {
+  // ViT-B/16's fc1 shape at a few rows (768 → 3072), inputs spread so that the sums cover GELU's
+  // curved range.
+  const int64_t rows = 19, in = 768, out = 3072;
+  const std::vector<float> x = bf16_valued(rows * in, 10), w = bf16_valued(out * in, 11), bias = bf16_valued(out, 12);
+  const std::vector<bf16> x16 = as_bf16(x), w16 = as_bf16(w), bias16 = as_bf16(bias);
+  const int64_t before = cpu::bf16_reference_products();
+  std::vector<bf16> got(static_cast<size_t>(rows * out)), linear(got.size());
+  cpu::linear_gelu_bf16(rows, in, out, x16.data(), w16.data(), bias16.data(), got.data());
+  cpu::linear_bf16(rows, in, out, x16.data(), w16.data(), bias16.data(), nullptr, linear.data());
+  int64_t differ = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < out; ++c) {
+      double s = bias[c];
+      for (int64_t i = 0; i < in; ++i) s += static_cast<double>(x[r * in + i]) * w[c * in + i];
+      const double exact = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+      const size_t at = static_cast<size_t>(r * out + c);
+      CAPTURE(s);
+      // One rounding of a value within fp32 error of the exact one: at most one bf16 step; the
+      // absolute term covers GELU's values near zero, where the fp32 sum's error dominates.
+      CHECK(std::fabs(static_cast<float>(got[at]) - exact) <= std::fabs(exact) * 0x1p-8 + 1e-4);
+      // The two-step path (the product rounded to bf16, then the GELU) differs by a rounding.
+      differ += got[at].bits != bf16(0.5f * static_cast<float>(linear[at]) *
+                                     (1.0f + std::erf(static_cast<float>(linear[at]) / std::sqrt(2.0f)))).bits;
+    }
+  CHECK(differ > 0);  // the GELU did run on the unrounded sums
+  if (cpu::bf16_products_native()) CHECK(cpu::bf16_reference_products() == before);
+  // No inner dimension: the GELU of the bias.
+  cpu::linear_gelu_bf16(rows, 0, out, x16.data(), w16.data(), bias16.data(), got.data());
+  const float b5 = bias[5];
+  CHECK(std::fabs(static_cast<float>(got[5]) - 0.5f * b5 * (1.0f + std::erf(b5 / std::sqrt(2.0f)))) <= 0x1p-8f);
+}
+
 TEST_CASE("cpu bf16 gemm: the result does not depend on the thread count") {
   // ViT-B/16's fc2 at a few rows: oneDNN must not split the 3072-long sums by thread.
   const int64_t m = 64, n = 768, k = 3072;
