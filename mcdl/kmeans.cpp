@@ -110,7 +110,8 @@ double squared_distance(const float* x, const double* c, int64_t dim) {
 
 // Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order. Four
 // points at a time: their four chains of dependent additions overlap (one chain alone waits on
-// each addition; 1.6× as fast at D = 64), and each value has the bits of squared_distance.
+// each addition; 1.6× as fast in isolation at D = 64), and each value has the bits of
+// squared_distance.
 std::vector<double> assigned_distances(const Points& points, const std::vector<int64_t>& labels,
                                        const Centres& centres) {
   const int64_t n = points.size(), dim = points.dim();
@@ -219,23 +220,26 @@ Centres update_centres(const Points& points, std::vector<int64_t>& labels, const
       count[c] = 1;
     }
   }
-  // Members of each cluster in index order (a counting sort), then one sum per cluster.
-  std::vector<int64_t> offset(static_cast<size_t>(k + 1), 0);
-  for (int64_t c = 0; c < k; ++c) offset[c + 1] = offset[c] + count[c];
-  std::vector<int64_t> members(static_cast<size_t>(n)), fill(offset.begin(), offset.end() - 1);
-  for (int64_t i = 0; i < n; ++i) members[fill[labels[i]]++] = i;
+  // One pass over the points in index order adds each to its cluster's sum, so every sum takes
+  // its members in index order. Threads split the dimensions, not the points: the order holds
+  // for any thread count, and the points are read in the order they are stored.
   Centres centres{k, dim, std::vector<double>(static_cast<size_t>(k * dim), 0.0)};
-  parallel_rows(k, dim * (n / std::max<int64_t>(k, 1) + 1), [&](int64_t c) {
-    double* sum = centres.row(c);
-    for (int64_t m = offset[c]; m < offset[c + 1]; ++m) {
-      const float* x = points.row(members[m]);
-      for (int64_t d = 0; d < dim; ++d) sum[d] += x[d];
+  constexpr int64_t dims_per_task = 32;
+  parallel_rows((dim + dims_per_task - 1) / dims_per_task, n * dims_per_task, [&](int64_t task) {
+    const int64_t first = task * dims_per_task, last = std::min(dim, first + dims_per_task);
+    for (int64_t i = 0; i < n; ++i) {
+      double* sum = centres.row(labels[i]);
+      const float* x = points.row(i);
+      for (int64_t d = first; d < last; ++d) sum[d] += x[d];
     }
-    if (count[c] == 0)
-      std::copy(previous.row(c), previous.row(c) + dim, sum);
-    else
-      for (int64_t d = 0; d < dim; ++d) sum[d] /= static_cast<double>(count[c]);
   });
+  for (int64_t c = 0; c < k; ++c) {
+    double* centre = centres.row(c);
+    if (count[c] == 0)
+      std::copy(previous.row(c), previous.row(c) + dim, centre);
+    else
+      for (int64_t d = 0; d < dim; ++d) centre[d] /= static_cast<double>(count[c]);
+  }
   return centres;
 }
 
