@@ -110,8 +110,7 @@ double squared_distance(const float* x, const double* c, int64_t dim) {
 
 // Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order. Four
 // points at a time: their four chains of dependent additions overlap (one chain alone waits on
-// each addition; 1.6× as fast in isolation at D = 64), and each value has the bits of
-// squared_distance.
+// each addition), and each value has the bits of squared_distance.
 std::vector<double> assigned_distances(const Points& points, const std::vector<int64_t>& labels,
                                        const Centres& centres) {
   const int64_t n = points.size(), dim = points.dim();
