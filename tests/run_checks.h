@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "mcdl/train_config.h"
-#include "mcdl/trainer.h"
+#include "mcdl/run/train_config.h"
+#include "mcdl/harness/run.h"
 #include "tests/synthetic_folder_dataset.h"
 
 namespace mcdl::testing {

@@ -15,7 +15,7 @@
 #include "data/decode.h"
 #include "data/image.h"
 #include "engine/random.h"
-#include "mcdl/train_config.h"
+#include "mcdl/run/train_config.h"
 
 namespace mcdl::testing {
 
@@ -76,7 +76,7 @@ inline TrainConfig squares_run_config(const std::filesystem::path& dataset, cons
   // zero, where the first steps collapse them onto the last bias.
   c.head_init_std = 0.1;
   c.grad_from_block = 0;
-  c.device = "cpu";
+  c.device = DeviceChoice::cpu;
   c.image_size = kSquareImageSize;
   c.batch_size = 32;
   c.lr = 0.1;
@@ -94,7 +94,7 @@ inline TrainConfig squares_gcd_config(const std::filesystem::path& dataset, cons
                                       const std::string& method) {
   TrainConfig c = squares_run_config(dataset, out);
   c.gcd_head_out = 256;
-  c.method = method;
+  c.method = parse_method(method);
   c.epochs = 8;
   c.kmeans_restarts = 10;
   return c;

@@ -25,10 +25,10 @@
 #include "kernels/cuda/runtime.h"
 #include "layers/simgcd_model.h"
 #include "layers/vit_config.h"
-#include "mcdl/mcdl_step.h"
-#include "mcdl/memory_bank.h"
-#include "mcdl/simgcd_loss.h"
-#include "mcdl/train_config.h"
+#include "mcdl/method/mcdl_step.h"
+#include "mcdl/method/memory_bank.h"
+#include "mcdl/method/simgcd_loss.h"
+#include "mcdl/run/train_config.h"
 
 using namespace mcdl;
 
@@ -130,11 +130,10 @@ int main(int argc, char** argv) {
     const BenchBatch batch = bench_batch(s.batch, s.classes);
     SimGCDLossConfig loss_config;
     TrainConfig train_config;
-    train_config.method = "simgcd+mcdl";
     train_config.mu = 4;  // full rings after 4 steps, so the warm-up reaches the buckets' steady state
-    train_config = with_variant_defaults(train_config);
-    McdlStep mcdl_step(train_config);
-    MemoryBank bank_weak(s.batch, s.classes, train_config.mu, device), bank_strong(s.batch, s.classes, train_config.mu, device);
+    const McdlSettings mcdl_config = mcdl_settings(resolve_defaults(train_config));
+    McdlStep mcdl_step(mcdl_config);
+    MemoryBank bank_weak(s.batch, s.classes, mcdl_config.mu, device), bank_strong(s.batch, s.classes, mcdl_config.mu, device);
     int64_t iteration = 0;
 
     auto step = [&](bool mcdl) {
@@ -145,7 +144,7 @@ int main(int argc, char** argv) {
                                    batch.labelled, batch.bank_index, 100, iteration};
         const auto logits = [&model](const Tensor& images) { return model.forward(images).logits; };
         const McdlTerms extra = mcdl_step.run(logits, step_batch, bank_weak, bank_strong, true);
-        total = total + extra.sup + (extra.semi + extra.self) * train_config.lambda;
+        total = total + extra.sup + (extra.semi + extra.self) * mcdl_config.lambda;
       }
       ++iteration;
       optimizer.zero_grad();
@@ -164,7 +163,7 @@ int main(int argc, char** argv) {
       } else if (workload == "simgcd" || workload == "mcdl") {
         const bool mcdl = workload == "mcdl";
         Settings warmed = s;
-        if (mcdl) warmed.warmup = std::max<int64_t>(s.warmup, train_config.mu);
+        if (mcdl) warmed.warmup = std::max<int64_t>(s.warmup, mcdl_config.mu);
         report(workload.c_str(), s, median_ms(warmed, device, [&] { step(mcdl); }));
       } else {
         fail("unknown workload '", workload, "': expected forward, simgcd or mcdl");

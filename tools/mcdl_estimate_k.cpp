@@ -1,5 +1,5 @@
 // ./mcdl_estimate_k DATASET [options]: the number of classes of a GCD dataset when it is
-// unknown, estimated as GCD does (mcdl/estimate_k.h), printed with the curve it came from.
+// unknown, estimated as GCD does (mcdl/run/estimate_k.h), printed with the curve it came from.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -7,9 +7,9 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
-#include "mcdl/estimate_k.h"
-#include "mcdl/train_config.h"
-#include "mcdl/training_data.h"
+#include "mcdl/run/estimate_k.h"
+#include "mcdl/run/train_config.h"
+#include "mcdl/run/training_data.h"
 #include "tools/common/cli.h"
 
 namespace {
@@ -50,9 +50,9 @@ int run(int argc, char** argv) {
   mcdl::check(restarts >= 1 && k_min >= 1 && k_max >= k_min, "--restarts and --k-min must be at least 1 and ",
               "--k-max at least --k-min");
   mcdl::validate_config(config);
-  config.eval_on = "unlabelled";  // the estimate reads the training images only
-  const mcdl::Device device = mcdl::select_device(config.device);
-  mcdl::select_matmul_precision(config.precision, device);
+  config.eval_on = mcdl::EvalOn::unlabelled;  // the estimate reads the training images only
+  const mcdl::Device device = mcdl::select_device(mcdl::device_choice_name(config.device));
+  mcdl::select_matmul_precision(mcdl::precision_request(config.precision), device);
   const mcdl::TrainingData data = mcdl::load_training_data(config);
   const mcdl::KEstimate estimate = mcdl::estimate_num_classes_for(config, data, device, k_min, k_max, restarts);
   std::printf("estimated K = %lld (labelled accuracy %.4f; %zu values of K tried)\n",

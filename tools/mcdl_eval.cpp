@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "mcdl/cluster_accuracy.h"
+#include "mcdl/evaluation/cluster_accuracy.h"
 #include "tools/common/csv_table.h"
 
 using namespace mcdl;

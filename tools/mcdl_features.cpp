@@ -1,5 +1,5 @@
 // mcdl_features: the backbone's CLS features of image files as a NumPy .npy matrix, for
-// analysis in Python (clustering, t-SNE, nearest neighbours). The work is mcdl/features.h; this
+// analysis in Python (clustering, t-SNE, nearest neighbours). The work is mcdl/evaluation/features.h; this
 // is argument parsing and the two output files.
 #include <cstdio>
 #include <cstdlib>
@@ -13,9 +13,9 @@
 #include "engine/ops/linalg.h"
 #include "io/durable_file.h"
 #include "io/npy.h"
-#include "mcdl/checkpoint_model.h"
-#include "mcdl/features.h"
-#include "mcdl/progress.h"
+#include "mcdl/run/trained_model.h"
+#include "mcdl/evaluation/features.h"
+#include "mcdl/run/progress_bar.h"
 #include "tools/common/cli.h"
 
 using namespace mcdl;

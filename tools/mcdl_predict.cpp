@@ -1,5 +1,5 @@
 // ./mcdl_predict --checkpoint RUN_DIR IMAGE_OR_DIR... -o predictions.csv: the trained model of a
-// run applied to new images (mcdl/predict.h), one CSV row per image: a simgcd or simgcd+mcdl
+// run applied to new images (mcdl/evaluation/predict.h), one CSV row per image: a simgcd or simgcd+mcdl
 // run's classifier, or a gcd or gcd+mcdl run's backbone and final k-means centres.
 #include <cstdio>
 #include <cstdlib>
@@ -15,9 +15,9 @@
 #include "engine/ops/linalg.h"
 #include "io/csv_field.h"
 #include "io/durable_file.h"
-#include "mcdl/checkpoint_model.h"
-#include "mcdl/cluster_centres.h"
-#include "mcdl/predict.h"
+#include "mcdl/run/trained_model.h"
+#include "mcdl/run/cluster_centres.h"
+#include "mcdl/evaluation/predict.h"
 #include "tools/common/cli.h"
 #include "tools/common/csv_table.h"
 

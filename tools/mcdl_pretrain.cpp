@@ -6,7 +6,7 @@
 
 #include "engine/error.h"
 #include "tools/common/cli.h"
-#include "mcdl/pretrain.h"
+#include "mcdl/harness/pretrain.h"
 
 namespace {
 

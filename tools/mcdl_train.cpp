@@ -11,8 +11,8 @@
 #include "engine/error.h"
 #include "tools/common/cli.h"
 #include "tools/common/run_report.h"
-#include "mcdl/train_config.h"
-#include "mcdl/trainer.h"
+#include "mcdl/run/train_config.h"
+#include "mcdl/harness/run.h"
 
 namespace {
 
@@ -94,7 +94,7 @@ int run(int argc, char** argv) {
   }
   if (!resume) {
     mcdl::check(!config.dataset.empty(), "no dataset given; usage: ./mcdl_train DATASET [options] (see --help)");
-    if (config.out.empty()) config.out = "runs/" + config.dataset + "-" + config.method;
+    if (config.out.empty()) config.out = "runs/" + config.dataset + "-" + mcdl::method_name(config.method);
     mcdl::check(!std::filesystem::exists(std::filesystem::path(config.out) / "checkpoints" / "last.safetensors"),
                 "run directory ", config.out, " already holds a run; continue it with --resume ", config.out,
                 " or choose another --out");

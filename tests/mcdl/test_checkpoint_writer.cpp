@@ -1,4 +1,4 @@
-// The background checkpoint writer (mcdl/checkpoint_writer.h): the file holds the state as it was
+// The background checkpoint writer (mcdl/run/checkpoint_writer.h): the file holds the state as it was
 // when saved, whatever the tensors hold afterwards; it is the file a synchronous save writes; and
 // a failed write is raised by the next wait or save with RunDirectory's message.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include "engine/ops.h"
 #include "io/safetensors.h"
 #include "kernels/cuda/runtime.h"
-#include "mcdl/checkpoint_writer.h"
+#include "mcdl/run/checkpoint_writer.h"
 #include "tests/run_checks.h"
 
 using namespace mcdl;

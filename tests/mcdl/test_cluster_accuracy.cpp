@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "mcdl/cluster_accuracy.h"
+#include "mcdl/evaluation/cluster_accuracy.h"
 #include "tests/mcdl/eval_fixtures.h"
 
 using namespace mcdl;

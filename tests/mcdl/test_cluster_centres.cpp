@@ -1,4 +1,4 @@
-// A GCD run's centres.safetensors (mcdl/cluster_centres.h): written and read back, and every
+// A GCD run's centres.safetensors (mcdl/run/cluster_centres.h): written and read back, and every
 // malformed or mismatched file refused with a message naming it.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "engine/ops.h"
 #include "io/safetensors.h"
-#include "mcdl/cluster_centres.h"
+#include "mcdl/run/cluster_centres.h"
 
 using namespace mcdl;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/ops.h"
-#include "mcdl/dcl_loss.h"
+#include "mcdl/method/dcl_loss.h"
 #include "tests/cuda/parity.h"
 #include "tests/mcdl/loss_fixture.h"
 

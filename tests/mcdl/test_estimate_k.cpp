@@ -1,4 +1,4 @@
-// Estimating the number of classes (mcdl/estimate_k.h): the bounded Brent search on integers,
+// Estimating the number of classes (mcdl/run/estimate_k.h): the bounded Brent search on integers,
 // and GCD's estimate on clustered synthetic features with a known K.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "mcdl/estimate_k.h"
+#include "mcdl/run/estimate_k.h"
 
 using namespace mcdl;
 

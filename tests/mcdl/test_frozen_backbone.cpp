@@ -1,9 +1,9 @@
-// Checkpoints without the backbone's frozen blocks (mcdl/frozen_backbone.h): what they store,
+// Checkpoints without the backbone's frozen blocks (mcdl/run/frozen_backbone.h): what they store,
 // the fingerprint check, and checkpoints written before that, which hold every parameter.
 #include <doctest/doctest.h>
 
 #include "engine/ops.h"
-#include "mcdl/frozen_backbone.h"
+#include "mcdl/run/frozen_backbone.h"
 
 using namespace mcdl;
 

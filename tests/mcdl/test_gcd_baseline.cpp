@@ -18,8 +18,9 @@
 #include "engine/random.h"
 #include "io/safetensors.h"
 #include "layers/gcd_head.h"
-#include "mcdl/gcd_baseline.h"
-#include "mcdl/train_config.h"
+#include "mcdl/harness/run.h"
+#include "mcdl/method/gcd_loss.h"
+#include "mcdl/run/train_config.h"
 #include "tests/gradcheck.h"
 #include "tests/run_checks.h"
 
@@ -182,18 +183,18 @@ TEST_CASE("gcd loss: gradient check, no labelled sample, errors") {
 
 TEST_CASE("gcd options: accepted method, GCD's k-means defaults, new options validated") {
   TrainConfig c;
-  c.method = "gcd";
+  c.method = parse_method("gcd");
   CHECK_NOTHROW(validate_config(c));
-  CHECK(effective_kmeans_restarts(c) == 100);
-  CHECK(effective_kmeans_iters(c) == 200);
+  CHECK(resolve_defaults(c).kmeans_restarts == 100);
+  CHECK(resolve_defaults(c).kmeans_iters == 200);
   CHECK(c.gcd_head_out == 65536);
   CHECK(c.gcd_temperature == 1.0);
   c.kmeans_restarts = 7;
-  CHECK(effective_kmeans_restarts(c) == 7);
-  c.method = "kmeans";
-  c.kmeans_restarts = -1;
-  CHECK(effective_kmeans_restarts(c) == 10);
-  CHECK(effective_kmeans_iters(c) == 300);
+  CHECK(resolve_defaults(c).kmeans_restarts == 7);
+  c.method = parse_method("kmeans");
+  c.kmeans_restarts.reset();
+  CHECK(resolve_defaults(c).kmeans_restarts == 10);
+  CHECK(resolve_defaults(c).kmeans_iters == 300);
 
   set_config_option(c, "gcd-head-out", "1024");
   set_config_option(c, "gcd-temperature", "0.5");

@@ -1,4 +1,4 @@
-// MCDL on the GCD baseline (--method gcd+mcdl, mcdl/gcd_mcdl.h): the method's options, an
+// MCDL on the GCD baseline (--method gcd+mcdl, mcdl/method/mcdl.h and mcdl/method/gcd.h): the method's options, an
 // end-to-end run on the coloured squares (GCD's columns plus MCDL's terms and buckets, the banks
 // and the classifier's centres in the checkpoint, learning well above chance), and a resumed run
 // that equals the uninterrupted one bit for bit.
@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "io/safetensors.h"
-#include "mcdl/train_config.h"
-#include "mcdl/trainer.h"
+#include "mcdl/run/train_config.h"
+#include "mcdl/harness/run.h"
 #include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
@@ -40,10 +40,10 @@ TEST_CASE("gcd+mcdl options: the method parses, GCD's k-means defaults, MCDL's v
   CHECK_FALSE(is_gcd_method(Method::simgcd_mcdl));
   CHECK_THROWS_WITH(parse_method("mcdl+gcd"), doctest::Contains("simgcd, simgcd+mcdl, kmeans, gcd or gcd+mcdl"));
   TrainConfig c;
-  c.method = "gcd+mcdl";
+  c.method = parse_method("gcd+mcdl");
   CHECK_NOTHROW(validate_config(c));
-  CHECK(effective_kmeans_restarts(c) == 100);
-  CHECK(effective_kmeans_iters(c) == 200);
+  CHECK(resolve_defaults(c).kmeans_restarts == 100);
+  CHECK(resolve_defaults(c).kmeans_iters == 200);
   c.val_classes = 2;
   CHECK_THROWS_WITH(validate_config(c), doctest::Contains("--val-classes: the gcd+mcdl method does not score"));
 }

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "engine/random.h"
-#include "mcdl/hungarian.h"
+#include "mcdl/evaluation/hungarian.h"
 #include "tests/mcdl/eval_fixtures.h"
 
 using namespace mcdl;

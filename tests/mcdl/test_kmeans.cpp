@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "engine/random.h"
-#include "mcdl/kmeans.h"
+#include "mcdl/evaluation/kmeans.h"
 #include "tests/mcdl/eval_fixtures.h"
 
 using namespace mcdl;

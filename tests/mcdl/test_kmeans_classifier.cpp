@@ -1,4 +1,4 @@
-// GCD + MCDL's k-means classifier (mcdl/kmeans_classifier.h): cosine logits against the
+// GCD + MCDL's k-means classifier (mcdl/method/kmeans_classifier.h): cosine logits against the
 // normalised centres with their gradient in double, the first fit against semi-supervised
 // k-means, the warm-started refits, the checkpoint state and the errors.
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "mcdl/kmeans_classifier.h"
+#include "mcdl/method/kmeans_classifier.h"
 #include "tests/gradcheck.h"
 
 using namespace mcdl;

@@ -11,8 +11,8 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "layers/simgcd_model.h"
-#include "mcdl/dcl_loss.h"
-#include "mcdl/mcdl_step.h"
+#include "mcdl/method/dcl_loss.h"
+#include "mcdl/method/mcdl_step.h"
 
 using namespace mcdl;
 
@@ -48,13 +48,13 @@ struct Fixture {
     const HeadOutput out = model.forward(concat({images, images}, 0));
     const auto logits = [this](const Tensor& x) { return model.forward(x).logits; };
     const McdlBatch batch{out.logits, out.projection, images, images, labels, labelled, bank_index, 0, 0};
-    return McdlStep(config).run(logits, batch, weak, strong, true);
+    return McdlStep(mcdl_settings(config)).run(logits, batch, weak, strong, true);
   }
 };
 
 TrainConfig step_config(const std::string& variant) {
   TrainConfig c;
-  c.mcdl_variant = variant;
+  set_config_option(c, "mcdl-variant", variant);
   c.mu = 1;
   c.mcdl_start = 0;
   return c;
@@ -70,52 +70,92 @@ TEST_CASE("mcdl variant: paper resolves to the spec's settings, robust to its sa
   TrainConfig c;
   c.epochs = 200;
   c.warmup_teacher_epochs = 30;
-  c.mcdl_variant = "paper";
-  const TrainConfig paper = with_variant_defaults(c);
+  c.mcdl_variant = McdlVariant::paper;
+  const TrainConfig paper = resolve_defaults(c);
   CHECK(paper.tau_s == 0.04);
-  CHECK(paper.sup_norm == "high");
+  CHECK(paper.sup_norm == SupNorm::high);
   CHECK(paper.mcdl_ramp == 0);
   CHECK(paper.self_threshold == 0.0);
   CHECK(paper.mcdl_start == 20);
-  c.mcdl_variant = "robust";
-  const TrainConfig robust = with_variant_defaults(c);
+  c.mcdl_variant = McdlVariant::robust;
+  const TrainConfig robust = resolve_defaults(c);
   CHECK(robust.tau_s == 0.07);
-  CHECK(robust.sup_norm == "union");
+  CHECK(robust.sup_norm == SupNorm::labelled_and_high);
   CHECK(robust.mcdl_ramp == 20);
   CHECK(robust.self_threshold == 0.0);
   CHECK(robust.mcdl_start == 30);
   c.tau_s = 0.5;
-  c.sup_norm = "high";
+  c.sup_norm = SupNorm::high;
   c.mcdl_ramp = 0;
   c.self_threshold = 0.0;
   c.mcdl_start = 7;
-  const TrainConfig explicit_values = with_variant_defaults(c);
+  const TrainConfig explicit_values = resolve_defaults(c);
   CHECK(explicit_values.tau_s == 0.5);
-  CHECK(explicit_values.sup_norm == "high");
+  CHECK(explicit_values.sup_norm == SupNorm::high);
   CHECK(explicit_values.mcdl_ramp == 0);
   CHECK(explicit_values.self_threshold == 0.0);
   CHECK(explicit_values.mcdl_start == 7);
-  // A resolved config resolves to itself (config.json passed back with --config).
-  CHECK(config_to_json(with_variant_defaults(robust)) == config_to_json(robust));
-  c.mcdl_variant = "fast";
-  CHECK_THROWS_WITH(with_variant_defaults(c), "--mcdl-variant: expected paper or robust, got 'fast'");
-  CHECK_THROWS_WITH(validate_config(c), "--mcdl-variant: expected paper or robust, got 'fast'");
+  // A resolved config resolves to itself (config.json passed back with --config), and reads back
+  // as itself.
+  CHECK(config_to_json(resolve_defaults(robust)) == config_to_json(robust));
+  CHECK(config_to_json(config_from_json(config_to_json(robust), "test")) == config_to_json(robust));
+  CHECK_THROWS_WITH(set_config_option(c, "mcdl-variant", "fast"), "--mcdl-variant: expected paper or robust, got 'fast'");
+  CHECK_THROWS_WITH(set_config_option(c, "sup-norm", "mean"), "--sup-norm: expected high, union or auto, got 'mean'");
+}
+
+TEST_CASE("settings: auto and the legacy -1 leave a setting unset; the text form reads back") {
+  TrainConfig c;
+  set_config_option(c, "memax-weight", "2.5");
+  CHECK(c.memax_weight == 2.5);
+  set_config_option(c, "memax-weight", "auto");
+  CHECK_FALSE(c.memax_weight.has_value());
+  set_config_option(c, "kmeans-restarts", "7");
+  set_config_option(c, "kmeans-restarts", "-1");  // config.json of a run written before typed settings
+  CHECK_FALSE(c.kmeans_restarts.has_value());
+  set_config_option(c, "sup-norm", "");  // the same for a text setting
+  CHECK_FALSE(c.sup_norm.has_value());
+  set_config_option(c, "clusters", "0");
+  CHECK_FALSE(c.clusters.has_value());
+  set_config_option(c, "clusters", "12");
+  CHECK(c.clusters == 12);
+  set_config_option(c, "clusters", "auto");
+  CHECK(c.estimate_clusters);
+  CHECK_THROWS_WITH(set_config_option(c, "clusters", "-3"), doctest::Contains("--clusters"));
+  CHECK_THROWS_WITH(set_config_option(c, "workers", "many"), "--workers: expected an integer, got 'many'");
+  // Unset settings are written as auto, set ones as numbers.
+  const std::string json = config_to_json(c);
+  CHECK(json.find("\"workers\": \"auto\"") != std::string::npos);
+  CHECK(json.find("\"clusters\": \"auto\"") != std::string::npos);
+  CHECK(json.find("\"mu\": 16") != std::string::npos);
+  // Resolution fills every setting that depends on the settings alone.
+  c.dataset = "cub";
+  c.method = Method::gcd;
+  const TrainConfig resolved = resolve_defaults(c);
+  CHECK(resolved.memax_weight == 2.0);
+  CHECK(resolved.kmeans_restarts == 100);
+  CHECK(resolved.kmeans_iters == 200);
+  c.method = Method::kmeans;
+  c.dataset = "cifar100";
+  CHECK(resolve_defaults(c).memax_weight == 4.0);
+  CHECK(resolve_defaults(c).kmeans_restarts == 10);
+  CHECK(resolve_defaults(c).kmeans_iters == 300);
 }
 
 TEST_CASE("mcdl variant: the loss weight is 0 before the start, then ramps linearly to 1") {
   TrainConfig c;
   c.epochs = 20;
-  c.mcdl_variant = "paper";
+  c.mcdl_variant = McdlVariant::paper;
   c.mcdl_start = 3;
-  CHECK(mcdl_loss_weight(c, 2) == 0.0);
-  CHECK(mcdl_loss_weight(c, 3) == 1.0);
-  c.mcdl_variant = "robust";
+  CHECK(mcdl_loss_weight(mcdl_settings(c), 2) == 0.0);
+  CHECK(mcdl_loss_weight(mcdl_settings(c), 3) == 1.0);
+  c.mcdl_variant = McdlVariant::robust;
   c.mcdl_ramp = 2;
-  CHECK(mcdl_loss_weight(c, 2) == 0.0);
-  CHECK(mcdl_loss_weight(c, 3) == doctest::Approx(1.0 / 3.0));
-  CHECK(mcdl_loss_weight(c, 4) == doctest::Approx(2.0 / 3.0));
-  CHECK(mcdl_loss_weight(c, 5) == 1.0);
-  CHECK(mcdl_loss_weight(c, 19) == 1.0);
+  const McdlSettings robust = mcdl_settings(c);
+  CHECK(mcdl_loss_weight(robust, 2) == 0.0);
+  CHECK(mcdl_loss_weight(robust, 3) == doctest::Approx(1.0 / 3.0));
+  CHECK(mcdl_loss_weight(robust, 4) == doctest::Approx(2.0 / 3.0));
+  CHECK(mcdl_loss_weight(robust, 5) == 1.0);
+  CHECK(mcdl_loss_weight(robust, 19) == 1.0);
 }
 
 TEST_CASE("mcdl step: the robust variant with every safeguard neutral is the paper's step bit for bit") {
@@ -123,7 +163,7 @@ TEST_CASE("mcdl step: the robust variant with every safeguard neutral is the pap
   const McdlTerms paper = f.run(step_config("paper"));
   TrainConfig neutral = step_config("robust");
   neutral.tau_s = 0.04;
-  neutral.sup_norm = "high";
+  neutral.sup_norm = SupNorm::high;
   neutral.mcdl_ramp = 0;
   neutral.self_threshold = 0.0;
   const McdlTerms robust = f.run(neutral);
@@ -139,7 +179,7 @@ TEST_CASE("mcdl step: sup-norm union weighs each high anchor as SimGCD's SupCon 
   Fixture f;
   TrainConfig c = step_config("paper");
   const double high_mean = f.run(c).sup.item();
-  c.sup_norm = "union";
+  c.sup_norm = SupNorm::labelled_and_high;
   // All 6 unlabelled samples are high; with the 2 labelled ones the union holds 8 samples.
   CHECK(f.run(c).sup.item() == doctest::Approx(high_mean * c.sup_weight * 6.0 / 8.0).epsilon(1e-6));
 }
@@ -180,18 +220,20 @@ TEST_CASE("mcdl step: --mcdl-losses leaves out exactly the terms it does not nam
   Fixture f;
   TrainConfig c = step_config("paper");
   const McdlTerms all = f.run(c);
-  c.mcdl_losses = "sup,self";
+  set_config_option(c, "mcdl-losses", "sup,self");
   const McdlTerms no_semi = f.run(c);
   CHECK(same_bits(no_semi.sup, all.sup));
   CHECK(no_semi.semi.item() == 0.0);
   CHECK(same_bits(no_semi.self, all.self));
-  c.mcdl_losses = "semi";
+  set_config_option(c, "mcdl-losses", "semi");
   const McdlTerms semi_only = f.run(c);
   CHECK(semi_only.sup.item() == 0.0);
   CHECK(same_bits(semi_only.semi, all.semi));
   CHECK(semi_only.self.item() == 0.0);
-  c.mcdl_losses = "none";
+  set_config_option(c, "mcdl-losses", "none");
   CHECK(f.run(c).semi.item() == 0.0);
-  c.mcdl_losses = "sup,mixup";
-  CHECK_THROWS_WITH(validate_config(c), doctest::Contains("--mcdl-losses"));
+  CHECK(mcdl_losses_name(c.mcdl_losses) == "none");
+  CHECK_THROWS_WITH(set_config_option(c, "mcdl-losses", "sup,mixup"), doctest::Contains("--mcdl-losses"));
+  set_config_option(c, "mcdl-losses", "self,sup");
+  CHECK(mcdl_losses_name(c.mcdl_losses) == "sup,self");
 }

@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "engine/ops.h"
-#include "mcdl/credibility.h"
-#include "mcdl/memory_bank.h"
+#include "mcdl/method/credibility.h"
+#include "mcdl/method/memory_bank.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "engine/ops.h"
-#include "mcdl/simgcd_loss.h"
+#include "mcdl/method/simgcd_loss.h"
 #include "tests/cuda/parity.h"
 #include "tests/mcdl/loss_fixture.h"
 

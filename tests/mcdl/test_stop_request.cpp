@@ -1,4 +1,4 @@
-// A stop asked for from outside (mcdl/stop_request.h: Ctrl-C, SIGTERM) ends every training loop
+// A stop asked for from outside (mcdl/run/stop_request.h: Ctrl-C, SIGTERM) ends every training loop
 // after the step in progress, reported as interrupted, without evaluating the cut epoch; the
 // command-line behaviour (exit 130, the message, resuming bit for bit) is in
 // tests/pipeline/test_kill_resume.cpp.
@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <string>
 
-#include "mcdl/pretrain.h"
-#include "mcdl/stop_request.h"
-#include "mcdl/trainer.h"
+#include "mcdl/harness/pretrain.h"
+#include "mcdl/run/stop_request.h"
+#include "mcdl/harness/run.h"
 #include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
@@ -34,7 +34,7 @@ TEST_CASE("stop request: each training loop ends after one step, interrupted, wi
   for (const std::string method : {"simgcd+mcdl", "gcd"}) {
     CAPTURE(method);
     TrainConfig c = testing::squares_run_config(data, base / method);
-    c.method = method;
+    c.method = parse_method(method);
     c.epochs = 2;
     const StopRequested stop;
     const RunSummary summary = run_training(c, false);
@@ -50,7 +50,7 @@ TEST_CASE("stop request: each training loop ends after one step, interrupted, wi
     p.data_root = data.string();
     p.model = "img=16,patch=4,dim=32,depth=2,heads=2,chans=3";
     p.out = (base / "backbone.safetensors").string();
-    p.device = "cpu";
+    p.device = DeviceChoice::cpu;
     p.epochs = 2;
     p.batch_size = 32;
     p.warmup_epochs = 0;
@@ -75,7 +75,7 @@ TEST_CASE("stop request during an epoch's last step: the epoch ends as any other
   const fs::path data = testing::coloured_squares_dataset("stop-data");
   const fs::path out = fs::temp_directory_path() / ("mcdl-stop-last-" + std::to_string(::getpid()));
   TrainConfig c = testing::squares_run_config(data, out);
-  c.method = "simgcd+mcdl";
+  c.method = parse_method("simgcd+mcdl");
   c.epochs = 3;
   c.batch_size = 216;  // the whole training set
   RunSummary summary;

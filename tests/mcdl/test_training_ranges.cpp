@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/emu/profile_ranges.h"
-#include "mcdl/trainer.h"
+#include "mcdl/harness/run.h"
 #include "tests/synthetic_folder_dataset.h"
 
 using namespace mcdl;
@@ -21,8 +21,8 @@ namespace {
 // 2 x 2 patches, 16 images scored.
 TrainConfig emulated_epoch(const fs::path& data, const fs::path& out, const std::string& method, int64_t batch_size) {
   TrainConfig c = testing::squares_run_config(data, out);
-  c.method = method;
-  c.device = "cuda";
+  c.method = parse_method(method);
+  c.device = DeviceChoice::cuda;
   c.epochs = 1;
   c.model = "img=16,patch=8,dim=16,depth=1,heads=2,chans=3";
   c.head_hidden = 32;

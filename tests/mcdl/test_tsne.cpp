@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "engine/random.h"
-#include "mcdl/tsne.h"
+#include "mcdl/evaluation/tsne.h"
 
 using namespace mcdl;
 

@@ -12,7 +12,7 @@
 #include "data/image.h"
 #include "engine/random.h"
 #include "layers/backbone_file.h"
-#include "mcdl/trainer.h"
+#include "mcdl/harness/run.h"
 
 using namespace mcdl;
 namespace fs = std::filesystem;
@@ -57,8 +57,8 @@ TEST_CASE("e2e: ./mcdl_train cub with ViT-B/16, SimGCD + MCDL, bounded iteration
     c.dataset = "cub";
     c.data_root = root.string();
     c.model = "vit_base_patch16";  // random weights: no pretrained file here
-    c.method = "simgcd+mcdl";
-    c.device = device;
+    c.method = parse_method("simgcd+mcdl");
+    set_config_option(c, "device", device);
     c.epochs = 200;
     c.batch_size = 4;
     c.mcdl_start = 0;  // the MCDL losses from the first step

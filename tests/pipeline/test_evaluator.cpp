@@ -5,7 +5,7 @@
 #include "data/loader.h"
 #include "engine/ops.h"
 #include "engine/random.h"
-#include "mcdl/evaluator.h"
+#include "mcdl/evaluation/evaluation_set.h"
 
 using namespace mcdl;
 

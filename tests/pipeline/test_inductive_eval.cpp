@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "mcdl/trainer.h"
+#include "mcdl/harness/run.h"
 #include "tests/synthetic_folder_dataset.h"
 
 using namespace mcdl;
@@ -25,8 +25,8 @@ TrainConfig squares_with_test(const std::string& tag, const std::string& method,
   const fs::path dataset = testing::coloured_squares_dataset("inductive", kTestPerClass);
   TrainConfig c = testing::squares_run_config(
       dataset, fs::temp_directory_path() / ("mcdl-inductive-run-" + tag + "-" + std::to_string(::getpid())));
-  c.method = method;
-  c.eval_on = eval_on;
+  c.method = parse_method(method);
+  set_config_option(c, "eval-on", eval_on);
   c.epochs = 8;
   c.warmup_teacher_epochs = 3;
   return c;
@@ -76,11 +76,11 @@ TEST_CASE("inductive: a layout without a test split: auto scores the unlabelled 
   TrainConfig config = testing::squares_run_config(
       testing::coloured_squares_dataset("inductive-none"),
       fs::temp_directory_path() / ("mcdl-inductive-run-none-" + std::to_string(::getpid())));
-  config.method = "simgcd";
+  config.method = parse_method("simgcd");
   config.epochs = 1;
-  config.eval_on = "both";
+  config.eval_on = EvalOn::both;
   CHECK_THROWS_WITH(run_training(config, false), doctest::Contains("has no test split"));
-  config.eval_on = "auto";
+  config.eval_on = EvalOn::automatic;
   run_training(config, false);
   CHECK(read_text(fs::path(config.out) / "config.json").find("\"eval-on\": \"unlabelled\"") != std::string::npos);
   fs::remove_all(config.out);
@@ -126,7 +126,7 @@ TEST_CASE("inductive: a run saved before --eval-on resumes scoring the unlabelle
   REQUIRE(json.find("eval-on") == std::string::npos);
   std::ofstream(saved) << json;
   TrainConfig resumed = resume_config(config.out);
-  CHECK(resumed.eval_on == "unlabelled");
+  CHECK(resumed.eval_on == EvalOn::unlabelled);
   resumed.max_iters = 0;
   run_training(resumed, true);
   const std::string metrics = read_text(fs::path(config.out) / "metrics.csv");

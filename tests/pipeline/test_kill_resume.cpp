@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "engine/random.h"
-#include "mcdl/trainer.h"
+#include "mcdl/harness/run.h"
 #include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tests/tool_binary.h"
@@ -63,7 +63,7 @@ TEST_CASE("crash safety: SIGKILL at random moments, then --resume, ends where an
   fs::remove_all(base);
   fs::create_directories(base);
   TrainConfig c = testing::squares_run_config(testing::coloured_squares_dataset("kill"), base / "whole");
-  c.method = "simgcd+mcdl";
+  c.method = parse_method("simgcd+mcdl");
   c.epochs = 4;
   c.mu = 2;
   c.mcdl_start = 1;

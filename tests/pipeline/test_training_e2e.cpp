@@ -15,8 +15,8 @@
 #include "engine/random.h"
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
-#include "mcdl/trainer.h"
-#include "mcdl/training_data.h"
+#include "mcdl/harness/run.h"
+#include "mcdl/run/training_data.h"
 #include "tests/run_checks.h"
 #include "tests/synthetic_folder_dataset.h"
 
@@ -31,7 +31,7 @@ fs::path make_folder_dataset() { return testing::coloured_squares_dataset("e2e")
 
 TrainConfig tiny_config(const fs::path& out, const std::string& method) {
   TrainConfig c = testing::squares_run_config(make_folder_dataset(), out);
-  c.method = method;
+  c.method = parse_method(method);
   c.epochs = 20;
   c.mu = 4;
   c.mcdl_start = 4;
@@ -107,7 +107,7 @@ TEST_CASE("e2e: checkpoints leave the frozen blocks out; a resume on other froze
   CHECK_FALSE(frozen_block);
   CHECK(trained_block);
   // --precision auto is recorded as what it resolved to: fp32 on the CPU.
-  CHECK(config_from_json_file((base / "run/config.json").string()).precision == "fp32");
+  CHECK(config_from_json_file((base / "run/config.json").string()).precision == MatmulPrecision::fp32);
 
   // Other frozen weights (here: another seed's initialisation of the --model backbone).
   TrainConfig resumed = resume_config(c.out);
@@ -130,9 +130,9 @@ TEST_CASE("e2e: --clusters sets the head's size, auto estimates it from the labe
   c = tiny_config(base / "auto", "simgcd");
   c.epochs = 1;
   set_config_option(c, "num-classes", "auto");
-  CHECK(c.clusters == -1);
+  CHECK(c.estimate_clusters);
   run_training(c, false);
-  const int64_t estimated = config_from_json_file((base / "auto/config.json").string()).clusters;
+  const int64_t estimated = config_from_json_file((base / "auto/config.json").string()).clusters.value();
   CHECK(estimated >= testing::kSquareOldClasses);  // recorded, at least the labelled classes
 
   c = tiny_config(base / "two", "simgcd");
@@ -145,8 +145,8 @@ TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend
   const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-cuda-" + std::to_string(::getpid()));
   auto run = [&](const std::string& device) {
     TrainConfig c = tiny_config(base / device, "simgcd+mcdl");
-    c.device = device;
-    c.precision = "fp32";  // the backends compared at one precision ("auto" is bf16 on a CUDA device)
+    set_config_option(c, "device", device);
+    c.precision = MatmulPrecision::fp32;  // the backends compared at one precision ("auto" is bf16 on a CUDA device)
     c.epochs = 2;
     c.mcdl_start = 1;
     c.mu = 1;  // every unlabelled sample seen once is in a bucket: L_sup, L_semi and L_self all run
@@ -198,8 +198,8 @@ TEST_CASE("e2e: bad input ends in one clear error") {
   CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("garbage.safetensors"));
 
   c = tiny_config(out, "simgcd");
-  c.method = "fixmatch";
-  CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("--method"));
+  CHECK_THROWS_WITH(set_config_option(c, "method", "fixmatch"),
+                    "--method: expected simgcd, simgcd+mcdl, kmeans, gcd or gcd+mcdl, got 'fixmatch'");
 
   // NaN injection: a backbone whose final norm is NaN makes the first loss NaN.
   c = tiny_config(out, "simgcd");
@@ -248,13 +248,13 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
   CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,") !=
         std::string::npos);
   CHECK(read_text(out / "config.json").find("\"val-classes\": 1") != std::string::npos);
-  CHECK(resume_config(out.string()).mcdl_variant == "robust");
+  CHECK(resume_config(out.string()).mcdl_variant == McdlVariant::robust);
   {  // A run directory from before the variants existed resumes with the paper's MCDL, which it ran.
     std::string old_config = read_text(out / "config.json");
     const size_t at = old_config.find("  \"mcdl-variant\"");
     old_config.erase(at, old_config.find('\n', at) - at + 1);
     std::ofstream(out / "config.json") << old_config;
-    CHECK(resume_config(out.string()).mcdl_variant == "paper");
+    CHECK(resume_config(out.string()).mcdl_variant == McdlVariant::paper);
   }
 
   // Scoring only the last epoch (--eval-every 0) leaves the first epoch's metrics empty, keeps the
@@ -278,7 +278,7 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
 
   c.val_classes = 3;
   CHECK_THROWS_WITH(load_training_data(c), doctest::Contains("use at most 2"));
-  c.method = "gcd";
+  c.method = parse_method("gcd");
   c.val_classes = 1;
   CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("--val-classes"));
   fs::remove_all(out);

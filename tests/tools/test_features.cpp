@@ -25,8 +25,8 @@
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
 #include "layers/simgcd_model.h"
-#include "mcdl/checkpoint_model.h"
-#include "mcdl/features.h"
+#include "mcdl/run/trained_model.h"
+#include "mcdl/evaluation/features.h"
 #include "tests/io/checkpoint_builders.h"
 #include "tests/tool_binary.h"
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "mcdl/checkpoint_model.h"
-#include "mcdl/features.h"
-#include "mcdl/trainer.h"
+#include "mcdl/run/trained_model.h"
+#include "mcdl/evaluation/features.h"
+#include "mcdl/harness/run.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tests/tool_binary.h"
 #include "tools/common/csv_table.h"
@@ -65,7 +65,7 @@ TEST_CASE("mcdl_predict: the run's model on new images, known classes by name") 
   const fs::path scratch = fs::temp_directory_path() / ("mcdl-predict-" + std::to_string(::getpid()));
   const fs::path dataset = testing::coloured_squares_dataset("predict");
   TrainConfig c = testing::squares_run_config(dataset, scratch / "run");
-  c.method = "simgcd";
+  c.method = parse_method("simgcd");
   c.epochs = 6;
   run_training(c, false);
 

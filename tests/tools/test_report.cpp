@@ -14,7 +14,7 @@
 #include "data/decode.h"
 #include "engine/random.h"
 #include "io/npy.h"
-#include "mcdl/trainer.h"
+#include "mcdl/harness/run.h"
 #include "tests/synthetic_folder_dataset.h"
 #include "tools/common/run_report.h"
 #include "tools/common/svg_chart.h"
@@ -103,7 +103,7 @@ TEST_CASE("report.html of a trained run renders in headless Chromium, without co
   REQUIRE_MESSAGE(!browser.empty(), "this test needs Debian's chromium: apt-get install chromium");
   const fs::path scratch = fs::temp_directory_path() / ("mcdl-report-browser-" + std::to_string(::getpid()));
   TrainConfig c = testing::squares_run_config(testing::coloured_squares_dataset("report"), scratch / "run");
-  c.method = "simgcd+mcdl";
+  c.method = parse_method("simgcd+mcdl");
   c.epochs = 3;
   c.mu = 1;
   c.mcdl_start = 1;

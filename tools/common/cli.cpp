@@ -9,7 +9,7 @@
 #include <exception>
 
 #include "engine/device.h"
-#include "mcdl/stop_request.h"
+#include "mcdl/run/stop_request.h"
 
 namespace mcdl::tools {
 namespace {

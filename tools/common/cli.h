@@ -12,7 +12,7 @@ namespace mcdl::tools {
 
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv));
 
-// Ctrl-C and SIGTERM then ask a training run to stop after its current step (mcdl/stop_request.h)
+// Ctrl-C and SIGTERM then ask a training run to stop after its current step (mcdl/run/stop_request.h)
 // and say so on stderr; a second one ends the program at once, as without this.
 void stop_runs_on_interrupt();
 // The exit status of a run stopped that way (128 + SIGINT, as a shell reports Ctrl-C).

@@ -11,8 +11,8 @@
 #include "engine/error.h"
 #include "io/durable_file.h"
 #include "io/npy.h"
-#include "mcdl/cluster_accuracy.h"
-#include "mcdl/tsne.h"
+#include "mcdl/evaluation/cluster_accuracy.h"
+#include "mcdl/evaluation/tsne.h"
 #include "tools/common/csv_table.h"
 #include "tools/common/svg_chart.h"
 

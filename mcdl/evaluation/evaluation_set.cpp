@@ -1,0 +1,125 @@
+#include "mcdl/evaluation/evaluation_set.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "data/loader.h"
+#include "engine/autograd.h"
+#include "engine/ops.h"
+
+namespace mcdl {
+
+EvaluationSet::EvaluationSet(const ImageCache& cache, std::vector<int64_t> train_indices, EvaluationOptions options)
+    : cache_(cache), train_indices_(std::move(train_indices)), options_(std::move(options)) {}
+
+std::vector<std::vector<int64_t>> EvaluationSet::batches() const {
+  std::vector<std::vector<int64_t>> out;
+  for (size_t start = 0; start < train_indices_.size(); start += static_cast<size_t>(options_.batch_size)) {
+    const size_t end = std::min(train_indices_.size(), start + static_cast<size_t>(options_.batch_size));
+    out.emplace_back(train_indices_.begin() + static_cast<std::ptrdiff_t>(start),
+                     train_indices_.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return out;
+}
+
+EvaluationSet::~EvaluationSet() {
+  if (mapped_) munmap(mapped_, static_cast<size_t>(mapped_bytes_));
+}
+
+// The cached tokens of batch b, on the evaluation device.
+Tensor EvaluationSet::cached_batch(size_t b) const {
+  if (!frozen_tokens_.empty()) return frozen_tokens_[b].to(options_.device);
+  const FileBatch& fb = file_batches_[b];
+  Tensor tokens = empty(fb.shape);
+  std::memcpy(tokens.data<float>(), mapped_ + fb.offset, tokens.nbytes());
+  return tokens.to(options_.device);
+}
+
+// Writes the batches' tokens to an unlinked temporary file and maps it; false when that fails
+// (no space): the tokens are then recomputed every epoch.
+bool EvaluationSet::spill_to_file(const std::vector<Tensor>& tokens) {
+  char path[] = "/tmp/mcdl-eval-tokens-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return false;
+  unlink(path);  // the file lives as long as the mapping
+  int64_t offset = 0;
+  bool ok = true;
+  for (const Tensor& t : tokens) {
+    file_batches_.push_back({offset, t.shape()});
+    const auto* p = static_cast<const char*>(t.raw_data());
+    for (size_t done = 0; ok && done < t.nbytes();) {
+      const ssize_t n = write(fd, p + done, t.nbytes() - done);
+      ok = n > 0;
+      done += ok ? static_cast<size_t>(n) : 0;
+    }
+    offset += static_cast<int64_t>(t.nbytes());
+  }
+  void* m = ok && offset > 0 ? mmap(nullptr, static_cast<size_t>(offset), PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  close(fd);
+  if (m == MAP_FAILED) {
+    file_batches_.clear();
+    return false;
+  }
+  mapped_ = static_cast<char*>(m);
+  mapped_bytes_ = offset;
+  return true;
+}
+
+template <class Visit>
+void EvaluationSet::for_each_frozen_batch(VisionTransformer& backbone, Visit visit) {
+  NoGradGuard no_grad;
+  if (!frozen_tokens_.empty() || mapped_) {
+    for (size_t b = 0; b < batches().size(); ++b) visit(b, cached_batch(b));
+    return;
+  }
+  // The tokens (N · (1 + patches) · D floats) are kept in memory within the budget, beyond it in
+  // a memory-mapped file (read back each epoch instead of recomputing the frozen blocks).
+  const VitConfig& vit = backbone.config();
+  const int64_t grid = options_.image_size / vit.patch_size;
+  const int64_t bytes = size() * (1 + grid * grid) * vit.embed_dim * 4;
+  const bool keep = !cache_decided_ && backbone.frozen_depth() > 0;
+  cache_decided_ = true;
+  LoaderOptions loader_options;
+  loader_options.image_size = options_.image_size;
+  loader_options.normalization = options_.normalization;
+  loader_options.views = {ViewKind::test};
+  loader_options.workers = options_.workers;
+  loader_options.device = options_.device;
+  BatchLoader loader(cache_, loader_options);
+  loader.start(0, batches());
+  LoadedBatch batch;
+  std::vector<Tensor> kept;
+  while (loader.next(batch)) {
+    Tensor tokens = backbone.forward_frozen(batch.views[0]);
+    if (keep) kept.push_back(tokens.to(Device::cpu()));
+    visit(static_cast<size_t>(batch.batch), tokens);
+  }
+  if (!keep) return;
+  if (bytes <= options_.memory_budget_bytes) frozen_tokens_ = std::move(kept);
+  else spill_to_file(kept);
+}
+
+std::vector<int64_t> EvaluationSet::predict(SimGCDModel& model) {
+  std::vector<int64_t> predictions;
+  predictions.reserve(train_indices_.size());
+  for_each_frozen_batch(model.backbone, [&](size_t, const Tensor& tokens) {
+    const HeadOutput out = model.head.forward(model.backbone.forward_from_frozen(tokens));
+    const std::vector<int64_t> batch = argmax(out.logits, 1).to(Device::cpu()).to_vector<int64_t>();
+    predictions.insert(predictions.end(), batch.begin(), batch.end());
+  });
+  return predictions;
+}
+
+Tensor EvaluationSet::features(VisionTransformer& backbone, bool normalise) {
+  std::vector<Tensor> parts;
+  for_each_frozen_batch(backbone, [&](size_t, const Tensor& tokens) {
+    Tensor cls = backbone.forward_from_frozen(tokens);
+    parts.push_back((normalise ? l2_normalize(cls) : cls).to(Device::cpu()));
+  });
+  return concat(parts, 0);
+}
+
+}  // namespace mcdl

@@ -1,0 +1,245 @@
+#include "mcdl/harness/run.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "data/loader.h"
+#include "engine/error.h"
+#include "engine/ops/linalg.h"
+#include "io/safetensors.h"
+#include "mcdl/method/mcdl.h"
+#include "mcdl/method/registry.h"
+#include "mcdl/run/accuracy_report.h"
+#include "mcdl/run/checkpoint_writer.h"
+#include "mcdl/run/epoch_loop.h"
+#include "mcdl/run/estimate_k.h"
+#include "mcdl/run/frozen_backbone.h"
+#include "mcdl/run/run_checkpoint.h"
+#include "mcdl/run/run_start.h"
+
+namespace mcdl {
+namespace {
+
+// The checked config with the defaults that depend on the settings alone filled in.
+TrainConfig validated(const TrainConfig& config) {
+  validate_config(config);
+  return resolve_defaults(config);
+}
+
+void append_missing(MetricsRow& row, const std::vector<std::string>& names) {
+  for (const std::string& name : names) row.push_back({name, std::nan("")});
+}
+
+class Run {
+ public:
+  Run(const TrainConfig& config, bool resume);
+  RunSummary run();
+
+ private:
+  RunSummary score_once();  // a method that does not train
+  bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
+  void finish_epoch(int64_t epoch, MetricsRow& row, bool final);
+  // The scores of an epoch: the method's, MCDL's buckets and the validation columns (NaN where
+  // the method did not predict); returns the summary line's part.
+  std::string score(int64_t epoch, bool final, MetricsRow& row);
+  std::string append_validation(MetricsRow& row, const std::optional<EpochPredictions>& predictions) const;
+  std::vector<std::string> loss_names() const;
+  void save_checkpoint(int64_t epochs_completed);
+  void load_checkpoint();
+
+  TrainConfig config_;
+  bool resume_;
+  Device device_;
+  RunDirectory run_;
+  CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
+  TrainingData data_;
+  int64_t clusters_ = 0;  // the model's clusters (--clusters)
+  RunProgress progress_;
+  std::unique_ptr<BaseMethod> method_;
+  TrainedMethod* trained_ = nullptr;  // the method's training side (null: k-means)
+  std::unique_ptr<Mcdl> mcdl_;        // where --method attaches MCDL
+  ClusterAccuracy last_accuracy_{std::nan(""), std::nan(""), std::nan("")};
+  ClusterAccuracy last_test_accuracy_{std::nan(""), std::nan(""), std::nan("")};
+};
+
+Run::Run(const TrainConfig& config, bool resume)
+    : config_(validated(config)),
+      resume_(resume),
+      device_(select_device(device_choice_name(config_.device))),
+      run_(config_.out),
+      data_(load_training_data(config_)) {
+  // What depends on the machine and the data, resolved here once, before config.json is written.
+  config_.precision = select_matmul_precision(precision_request(config_.precision), device_);
+  config_.eval_on = data_.eval_on;
+  clusters_ = resolve_clusters(config_, data_, device_);
+  begin_run(config_, data_, run_, resume_);
+  MethodRecipe recipe = make_method(config_.method, {config_, data_, device_, clusters_, run_, progress_});
+  method_ = std::move(recipe.base);
+  trained_ = method_->trained();
+  if (recipe.with_mcdl) {
+    trained_->enable_predictions(resume_);
+    mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_);
+  }
+  if (resume_) load_checkpoint();
+}
+
+RunSummary Run::run() {
+  if (!trained_) return score_once();
+  RunSummary summary = run_epochs(
+      training_epoch_loop(config_, device_, run_), trained_->optimizer(), progress_,
+      {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
+       [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
+       [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
+  checkpoints_.wait();  // the last checkpoint is on disk before the run reports it is done
+  summary.accuracy = last_accuracy_;
+  summary.test_accuracy = last_test_accuracy_;
+  return summary;
+}
+
+RunSummary Run::score_once() {
+  const auto start = Clock::now();
+  MetricsRow row{{"epoch", 0}};
+  const EpochScore score = method_->score(0, true, row);
+  const std::string validation = append_validation(row, score.predictions);
+  method_->append_closing_columns(row);
+  row.push_back({"seconds", seconds_since(start)});
+  run_.append_metrics(row);
+  std::printf("%s%s\n", score.line.c_str(), validation.c_str());
+  RunSummary summary;
+  if (score.accuracy) summary.accuracy = *score.accuracy;
+  if (score.test_accuracy) summary.test_accuracy = *score.test_accuracy;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+std::vector<std::string> Run::loss_names() const {
+  std::vector<std::string> names = {"loss"};
+  for (const std::string& name : trained_->loss_names()) names.push_back(name);
+  if (mcdl_)
+    for (const std::string& name : Mcdl::loss_names()) names.push_back(name);
+  return names;
+}
+
+bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
+  const double mcdl_weight = mcdl_ ? mcdl_->loss_weight(epoch) : 0.0;
+  const EpochPlan plan = plan_epoch(config_, data_, epoch);
+  const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
+  std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
+  if (mcdl_) views.push_back(ViewKind::strong);  // MCDL's strong view (mcdl-spec §2)
+  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
+  loader.start(epoch, plan.batches);
+
+  const std::vector<std::string> names = loss_names();
+  EpochLog log(config_, epoch, num_batches, names,
+               finite_loss_check(names, trained_->total_name(), epoch, run_, progress_.epochs_completed));
+  LoadedBatch batch;
+  while (loader.next(batch)) {
+    const BatchLabels labels = batch_labels(plan, data_, batch.batch);
+    const BaseStep base = trained_->step(batch, labels, epoch);
+    Tensor total = base.total;
+    std::vector<Tensor> terms = base.terms;
+    if (mcdl_) {
+      const McdlTerms extra = mcdl_->step(*trained_, base, batch, labels, epoch, mcdl_weight > 0);
+      total = mcdl_->total(total, extra, mcdl_weight);
+      terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
+    }
+    terms.insert(terms.begin(), total);
+    backward_and_step(total, trained_->optimizer());
+    if (!log.record(terms, batch.batch, progress_.iterations)) {
+      progress_.stop = true;
+      break;
+    }
+  }
+  return log.finish(row);
+}
+
+void Run::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
+  const std::string scores = score(epoch, final, row);
+  // The summary line: every loss term, lr, accuracies, buckets and the validation signal.
+  std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
+              static_cast<long long>(config_.epochs), loss_summary(row, loss_names()).c_str(),
+              metric_value(row, "lr"), scores.c_str());
+  std::fflush(stdout);
+}
+
+std::string Run::score(int64_t epoch, bool final, MetricsRow& row) {
+  const EpochScore score = method_->score(epoch, final, row);
+  if (score.accuracy) last_accuracy_ = *score.accuracy;
+  if (score.test_accuracy) last_test_accuracy_ = *score.test_accuracy;
+  std::string line = score.line;
+  if (mcdl_) {
+    if (score.predictions)
+      line += mcdl_->append_buckets(row, *score.predictions);
+    else
+      append_missing(row, Mcdl::bucket_columns());
+  }
+  return line + append_validation(row, score.predictions);
+}
+
+// The validation columns (--val-classes): All / Old / New on the validation images with their own
+// v2 assignment, and MCDL's pseudo-label precision on them, where the truth is the user's own
+// labels.
+std::string Run::append_validation(MetricsRow& row, const std::optional<EpochPredictions>& predictions) const {
+  if (!data_.has_validation()) return "";
+  if (!predictions) {
+    append_missing(row, {"val_all", "val_old", "val_new"});
+    if (mcdl_) append_missing(row, Mcdl::validation_columns());
+    return "";
+  }
+  const KnownLabels known = known_labels(predictions->val_truth, predictions->predictions, predictions->val_is_old);
+  const ClusterAccuracy acc = known_accuracy(known, false);
+  row.push_back({"val_all", acc.all});
+  row.push_back({"val_old", acc.old_classes});
+  row.push_back({"val_new", acc.new_classes});
+  std::string line = "  val All " + percent(acc.all) + " Old " + percent(acc.old_classes) + " New " +
+                     percent(acc.new_classes);
+  if (mcdl_) line += mcdl_->append_validation(row, v2_assignment(known.truth, known.predictions));
+  return line;
+}
+
+void Run::save_checkpoint(int64_t epochs_completed) {
+  std::map<std::string, Tensor> tensors;
+  trained_->save(tensors);
+  if (mcdl_) mcdl_->save(tensors);
+  auto metadata = checkpoint_metadata(config_, progress_, epochs_completed, trained_->model_config_json());
+  metadata[frozen_backbone_key] = trained_->frozen_fingerprint();
+  checkpoints_.save(tensors, metadata, epochs_completed - 1, config_.keep_every);
+}
+
+void Run::load_checkpoint() {
+  check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
+        ")");
+  const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  trained_->load(file, run_.last_checkpoint());
+  if (mcdl_) mcdl_->load(file.tensors);
+  resume_progress(file, run_, config_, progress_);
+}
+
+}  // namespace
+
+TrainConfig resume_config(const std::string& run_dir) {
+  const std::string saved = (std::filesystem::path(run_dir) / "config.json").string();
+  check(std::filesystem::exists(saved), "--resume ", run_dir, ": no config.json there (is it a run directory?)");
+  TrainConfig config = config_from_json_file(saved);
+  config.out = run_dir;
+  // A run saved before the MCDL variants existed ran the paper's MCDL and has no such key.
+  std::ifstream in(saved);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (text.find("\"mcdl-variant\"") == std::string::npos) config.mcdl_variant = McdlVariant::paper;
+  // Nor had a run saved before --precision: it computed in fp32.
+  if (text.find("\"precision\"") == std::string::npos) config.precision = MatmulPrecision::fp32;
+  // Nor had a run saved before --eval-on: it scored the unlabelled images only.
+  if (text.find("\"eval-on\"") == std::string::npos) config.eval_on = EvalOn::unlabelled;
+  return config;
+}
+
+RunSummary run_training(const TrainConfig& config, bool resume) {
+  Run run(config, resume);
+  return run.run();
+}
+
+}  // namespace mcdl

@@ -1,0 +1,63 @@
+#include "mcdl/method/mcdl.h"
+
+#include "engine/autograd.h"
+#include "engine/profile.h"
+#include "mcdl/run/accuracy_report.h"
+#include "mcdl/run/run_checkpoint.h"
+
+namespace mcdl {
+
+Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device)
+    : settings_(settings),
+      truth_(data.unlabelled_labels()),
+      validation_truth_(data.validation_labels()),
+      bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
+      bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
+      step_(settings) {}
+
+McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch,
+                     const BatchLabels& labels, int64_t epoch, bool losses) {
+  const ProfileRange range(batch.views[0].device(), "mcdl");
+  const Tensor weak_logits = base.weak_logits(base_step);
+  const auto logits = [&base](const Tensor& images) { return base.logits(images); };
+  const McdlBatch step_batch{weak_logits,     base_step.projection, batch.views[0], batch.views[2], labels.labels,
+                             labels.labelled, labels.bank_index,    epoch,          batch.batch};
+  return step_.run(logits, step_batch, bank_weak_, bank_strong_, losses);
+}
+
+std::vector<std::string> Mcdl::bucket_columns() {
+  return {"high", "medium", "low", "high_pseudo_acc", "medium_pseudo_acc"};
+}
+
+std::string Mcdl::append_buckets(MetricsRow& row, const EpochPredictions& predictions) const {
+  const KnownLabels known = known_labels(predictions.truth, predictions.predictions, predictions.is_old);
+  const std::vector<int64_t> cluster_to_class =
+      known.truth.empty() ? std::vector<int64_t>{} : v2_assignment(known.truth, known.predictions);
+  return append_bucket_columns(row, bucket_report(bank_weak_, bank_strong_, settings_.mu, truth_, cluster_to_class));
+}
+
+std::vector<std::string> Mcdl::validation_columns() {
+  return {"val_high", "val_medium", "val_high_precision", "val_medium_precision"};
+}
+
+std::string Mcdl::append_validation(MetricsRow& row, const std::vector<int64_t>& cluster_to_class) const {
+  const BucketReport report =
+      bucket_report(bank_weak_, bank_strong_, settings_.mu, validation_truth_, cluster_to_class);
+  row.push_back({"val_high", static_cast<double>(report.known_high)});
+  row.push_back({"val_medium", static_cast<double>(report.known_medium)});
+  row.push_back({"val_high_precision", report.high_accuracy});
+  row.push_back({"val_medium_precision", report.medium_accuracy});
+  return "  precision H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
+}
+
+void Mcdl::save(std::map<std::string, Tensor>& tensors) const {
+  for (auto& [name, t] : prefixed("bank_weak.", bank_weak_.state())) tensors[name] = t;
+  for (auto& [name, t] : prefixed("bank_strong.", bank_strong_.state())) tensors[name] = t;
+}
+
+void Mcdl::load(const std::map<std::string, Tensor>& tensors) {
+  bank_weak_.load_state(unprefixed("bank_weak.", tensors));
+  bank_strong_.load_state(unprefixed("bank_strong.", tensors));
+}
+
+}  // namespace mcdl

@@ -1,0 +1,61 @@
+// MCDL as one component that attaches to any base method with per-sample predictions
+// (mcdl/method/base_method.h): SimGCD through its classifier head, GCD through the k-means
+// classifier it builds for MCDL (mcdl/method/kmeans_classifier.h). It owns the two memory banks
+// over the unlabelled images and runs MCDL's part of each step (mcdl/method/mcdl_step.h: the
+// strong view, the banks, the credibility buckets, L_sup, L_semi, L_self); its losses are added
+// to the base method's with the variant's weights and schedule. At the end of an epoch it reports
+// the buckets and their pseudo-label accuracy, and its banks go into the checkpoint.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "mcdl/method/base_method.h"
+#include "mcdl/method/mcdl_step.h"
+#include "mcdl/method/memory_bank.h"
+
+namespace mcdl {
+
+class Mcdl {
+ public:
+  // Banks over data's unlabelled pool with K clusters.
+  Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device);
+
+  static std::vector<std::string> loss_names() { return {"l_sup", "l_semi", "l_self"}; }
+  // The factor on MCDL's losses in `epoch` (0 before they start: the banks still fill).
+  double loss_weight(int64_t epoch) const { return mcdl_loss_weight(settings_, epoch); }
+  // The base method's loss plus MCDL's terms at the epoch's weight (mcdl_step.h).
+  Tensor total(const Tensor& base, const McdlTerms& terms, double weight) const {
+    return add_mcdl_losses(base, terms, settings_.lambda, weight);
+  }
+
+  // MCDL's part of a step after the base method's: batch.views[0] is the first weak view,
+  // batch.views[2] the strong one.
+  McdlTerms step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch, const BatchLabels& labels,
+                 int64_t epoch, bool losses);
+
+  // The end-of-epoch columns high, medium, low, high_pseudo_acc, medium_pseudo_acc (the pseudo
+  // labels mapped to classes through the v2 assignment of the epoch's predictions); returns the
+  // summary line's part.
+  static std::vector<std::string> bucket_columns();
+  std::string append_buckets(MetricsRow& row, const EpochPredictions& predictions) const;
+  // The validation columns val_high, val_medium, val_high_precision, val_medium_precision: the
+  // banks' pseudo-label precision on the validation images, mapped through the assignment
+  // `cluster_to_class` of the validation images' own predictions.
+  static std::vector<std::string> validation_columns();
+  std::string append_validation(MetricsRow& row, const std::vector<int64_t>& cluster_to_class) const;
+
+  // The checkpoint's part: "bank_weak.*" and "bank_strong.*".
+  void save(std::map<std::string, Tensor>& tensors) const;
+  void load(const std::map<std::string, Tensor>& tensors);
+
+ private:
+  McdlSettings settings_;
+  std::vector<int64_t> truth_, validation_truth_;  // per bank slot: for the reports only (−1: none)
+  MemoryBank bank_weak_, bank_strong_;
+  McdlStep step_;
+};
+
+}  // namespace mcdl
