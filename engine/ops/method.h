@@ -1,6 +1,6 @@
 // MCDL's method primitives as engine ops on tensors, on whichever device holds them: the
 // memory-bank rings behind mcdl/memory_bank.h and the credibility buckets of mcdl/credibility.h
-// (mcdl-spec §3). Their kernels are kernels/cpu/memory_bank.h (which describes the ring layout)
+// (docs/method.md §3). Their kernels are kernels/cpu/memory_bank.h (which describes the ring layout)
 // and its CUDA twin.
 #pragma once
 #include <cstdint>
