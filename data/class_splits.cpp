@@ -1,6 +1,7 @@
 // The class splits of the GCD reference (data/ssb_splits/*.pkl of SimGCD, GCD and MCDL; md5 in
-// /work/shared/reference/gcd_reference.md §2.2), in pickle list order. Facts, copied from the JSON
-// copy of the pickles (tests/data/test_datasets.cpp checks them against it when present).
+// docs/reference-facts.md §2.2), in pickle list order. Facts, copied from the JSON copy of the
+// pickles kept in this repository, data/splits/ssb_splits.json (tests/data/test_datasets.cpp
+// checks every list against it).
 #include "data/class_splits.h"
 
 #include "engine/error.h"

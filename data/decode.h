@@ -3,7 +3,7 @@
 // decode_image matches the reference loader `PIL.Image.open(path).convert('RGB')` (or
 // .convert('L') for channels = 1) in its colour conversions: grayscale is replicated to RGB, alpha
 // is dropped, RGB → L uses PIL's ITU-R 601-2 weights (R·19595 + G·38470 + B·7471 + 0x8000) >> 16.
-// CMYK/YCCK JPEGs are converted as stb does (Adobe-inverted CMYK, see the reference notes). EXIF
+// CMYK/YCCK JPEGs are converted as stb does (Adobe-inverted CMYK, see docs/backbone-and-data-facts.md §4.1). EXIF
 // orientation is ignored, as in the reference pipeline. JPEG pixels differ from libjpeg-turbo's by
 // a few levels (stb's IDCT and upsampler), so decoding is not bit-exact against PIL.
 #pragma once

@@ -1,6 +1,6 @@
 // torchvision (>= 0.12, checked against 0.14.1) RandAugment(num_ops, magnitude, num_magnitude_bins)
 // with NEAREST interpolation and black fill, on uint8 "RGB" or "L" images, bit-exact against
-// torchvision's PIL path (Pillow 9.4). Reference: dino_and_augment.md §3.3.
+// torchvision's PIL path (Pillow 9.4). Reference: docs/backbone-and-data-facts.md §3.3.
 //
 // Drawing and applying are separate: draw_randaugment picks the ops and signed magnitudes (from
 // the engine's RandomStream, so the distribution matches torchvision, not its stream), and

@@ -1,5 +1,5 @@
 // The deterministic and random transforms of the GCD/SimGCD pipeline on uint8 images, with
-// torchvision 0.14's semantics for PIL images (reference: dino_and_augment.md §3.2):
+// torchvision 0.14's semantics for PIL images (reference: docs/backbone-and-data-facts.md §3.2):
 //   train: Resize(int(S/0.875), bicubic) → RandomCrop(S) → RandomHorizontalFlip(0.5) → ToTensor → Normalize
 //   test:  Resize(int(S/0.875), bicubic) → CenterCrop(S) → ToTensor → Normalize
 // The resize is deterministic (cache it per image); the random parameters come from the engine's

@@ -1,5 +1,5 @@
-// Named ranges around work on a CUDA device, for a profiler's timeline (NVTX; see the README's
-// "Profiling"): the backend seam opens one per kernel call (engine/backend.h), the training loop
+// Named ranges around work on a CUDA device, for a profiler's timeline (NVTX; see docs/performance.md,
+// "Profiling a run on a GPU"): the backend seam opens one per kernel call (engine/backend.h), the training loop
 // one per phase. On the CPU they do nothing.
 #pragma once
 #include "engine/device.h"

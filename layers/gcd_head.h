@@ -1,4 +1,4 @@
-// GCD's projection head (Vaze et al., CVPR 2022; gcd_reference.md §3.1): the repository's
+// GCD's projection head (Vaze et al., CVPR 2022; docs/reference-facts.md §3.1): the repository's
 // vits.DINOHead(in_dim, out_dim = 65536, nlayers = 3), norm_last_layer = True, whose forward is
 //   x = mlp(x): Linear(D → hidden) → GELU → Linear(hidden → hidden) → GELU → Linear(hidden → bottleneck)
 //   x = l2_normalize(x)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # make demo: Generalized Category Discovery on Fashion-MNIST, the paper's regime at small scale,
 # over several seeds. A small ViT pretrained without labels (models/fmnist_vit.safetensors, made
-# by ./mcdl_pretrain, see the README) is the backbone; k-means on its features, SimGCD, SimGCD +
+# by ./mcdl_pretrain, see docs/training-and-evaluation.md §10) is the backbone; k-means on its features, SimGCD, SimGCD +
 # MCDL in both variants (robust, the default, and paper), GCD and GCD + MCDL (robust) are
 # compared on the same split, and the table gives All / Old / New as mean ± standard deviation
 # over the seeds.
@@ -38,7 +38,7 @@ fi
 # (a sample needs more than 3 consistent epochs to be "high"); the paper variant starts its
 # losses at 10% of the epochs, the robust one after the teacher warm-up. The head is narrower
 # (512 / 128) with its initial scale matched to ViT-B/16's (std 0.05 instead of 0.02). 10
-# epochs, not the study's 20: the validation signal shows no loss (README), and three seeds of
+# epochs, not the study's 20: the validation signal shows no loss (docs/training-and-evaluation.md §10), and three seeds of
 # all six methods then fit in 8½ minutes on two cores (16 minutes of CPU). Only the last
 # epoch is scored.
 common="--data-root $data_root --precision ${PRECISION:-auto} --weights $weights --image-size 28 --max-train $max_train \

@@ -2,7 +2,7 @@
 """Writes tests/fixtures/gcd/head_loss.safetensors (read by tests/mcdl/test_gcd_baseline.cpp).
 
 PyTorch runs GCD's projection head and contrastive loss as sgvaze/generalized-category-discovery
-does (gcd_reference.md §3.1; re-typed from that description and the code it names:
+does (docs/reference-facts.md §3.1; re-typed from that description and the code it names:
 vits.DINOHead(in_dim, out_dim, nlayers=3) with norm_last_layer=True, contrastive_training.py's
 info_nce_logits + CrossEntropyLoss and SupConLoss()), at small widths (in 12, hidden 16,
 bottleneck 8, out 24) on B = 6 samples (12 rows), in float64: the head's output, the loss terms,

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the loss test fixtures in tests/fixtures/losses/ (read by tests/mcdl/test_*_loss.cpp).
 
-PyTorch (1.13) computes SimGCD's losses as SimGCD's train.py does (gcd_reference.md §1.3,
+PyTorch (1.13) computes SimGCD's losses as SimGCD's train.py does (docs/reference-facts.md §1.3,
 re-typed from that description: DistillLoss, me-max, info_nce_logits + CrossEntropyLoss,
-SupConLoss) and MCDL's divide-and-conquer losses as mcdl-spec.md §4 states them, each on small
+SupConLoss) and MCDL's divide-and-conquer losses as docs/method.md §4 states them, each on small
 random inputs, with the gradient of every term with respect to its inputs. The files are
 written with numpy + json + struct (no safetensors package), as tools/make_safetensors_fixtures.py does.
 
@@ -117,7 +117,7 @@ def simgcd_fixture(generator, epoch, memax_weight):
     return out
 
 
-# ---- MCDL's divide-and-conquer losses (mcdl-spec §4) -------------------------------------------
+# ---- MCDL's divide-and-conquer losses (docs/method.md §4) ----------------------------------------
 
 def sharpen(p, temperature):
     q = p ** (1.0 / temperature)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The ablation study of the README ("MCDL: the study"): each MCDL component on and off, and
+# The ablation study of docs/results.md ("How the robust variant was chosen"): each MCDL component on and off, and
 # each safeguard of the robust variant on and off, over several seeds, on Fashion-MNIST with the
 # demo's backbone, under two protocols:
 #   validation  --val-classes 2: known classes 3 and 4 held out whole, half of the other known

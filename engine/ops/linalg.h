@@ -26,7 +26,7 @@ enum class MatmulPrecision { fp32, tf32, bf16 };
 const char* matmul_precision_name(MatmulPrecision precision);
 MatmulPrecision parse_matmul_precision(const std::string& text);
 // --precision for a run on `device`: "auto" is bf16 on a CUDA device (the fastest mode whose
-// fidelity was measured) and fp32 on the CPU (results that do not depend on the processor; README,
+// fidelity was measured) and fp32 on the CPU (results that do not depend on the processor; docs/performance.md,
 // "Precision"); on the CPU tf32 is refused, and bf16 unless the processor multiplies bf16
 // natively (AVX512-BF16), with a message that says what to do. Makes it the process's matmul
 // precision and returns it.

@@ -1,7 +1,7 @@
 // MCDL's method primitives as engine ops on tensors, on whichever device holds them: the
-// memory-bank rings behind mcdl/method/memory_bank.h and the credibility buckets of mcdl/method/credibility.h
-// (mcdl-spec §3). Their kernels are kernels/cpu/memory_bank.h (which describes the ring layout)
-// and its CUDA twin.
+// memory-bank rings behind mcdl/method/memory_bank.h and the credibility buckets of
+// mcdl/method/credibility.h (docs/method.md §3). Their kernels are kernels/cpu/memory_bank.h (which
+// describes the ring layout) and its CUDA twin.
 #pragma once
 #include <cstdint>
 

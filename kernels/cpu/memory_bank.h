@@ -82,7 +82,7 @@ inline void bank_mean_probs(const int64_t* samples, int64_t n, int64_t classes, 
   });
 }
 
-// MCDL's credibility bucket of one sample (mcdl-spec §3): 2 = high when count_w > 3μ/4,
+// MCDL's credibility bucket of one sample (docs/method.md §3): 2 = high when count_w > 3μ/4,
 // count_s > μ/4 and mode_w == mode_s; 1 = medium when only the modes differ; 0 = low. The
 // thresholds compare 4·count with 3μ and μ, exact for any μ.
 inline uint8_t credibility_bucket(int64_t mode_w, int64_t count_w, int64_t mode_s, int64_t count_s, int64_t mu) {

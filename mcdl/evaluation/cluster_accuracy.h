@@ -1,6 +1,6 @@
 // Clustering accuracy for Generalized Category Discovery, exactly as the GCD and SimGCD
-// repositories compute it (gcd_reference.md §1.8, util/cluster_and_log_utils.py):
-//   v2  one Hungarian assignment over all samples (the reported metric, mcdl-spec §6);
+// repositories compute it (docs/reference-facts.md §1.8, util/cluster_and_log_utils.py):
+//   v2  one Hungarian assignment over all samples (the reported metric, docs/method.md §6);
 //   v2b the same assignment, per-class (balanced) accuracies averaged (Herbarium19);
 //   v1  separate assignments on the old-class and the new-class samples (GCD only).
 // Labels and predictions are non-negative integers; `is_old` marks, per sample, the samples

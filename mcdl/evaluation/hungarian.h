@@ -2,7 +2,7 @@
 // rectangular: the shortest augmenting path method of Crouse (2016), the algorithm behind
 // scipy.optimize.linear_sum_assignment, O(n²·m). Its search order follows SciPy's (columns
 // scanned from the last, ties broken towards a free column), so tied optima resolve as SciPy
-// resolves them, which the GCD Old/New split depends on (gcd_reference.md §1.8).
+// resolves them, which the GCD Old/New split depends on (docs/reference-facts.md §1.8).
 #pragma once
 #include <cstdint>
 #include <vector>

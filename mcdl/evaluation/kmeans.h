@@ -1,5 +1,5 @@
 // k-means for feature matrices: plain k-means (sklearn's KMeans, algorithm="lloyd") and the
-// semi-supervised k-means of GCD (gcd_reference.md §3.3, faster_mix_k_means_pytorch.py).
+// semi-supervised k-means of GCD (docs/reference-facts.md §3.3, faster_mix_k_means_pytorch.py).
 //
 // Both draw from named random streams, restart r using stream_id("kmeans", {r}) or
 // stream_id("semi_supervised_kmeans", {r}) under options.seed, so a result depends only on

@@ -1,4 +1,4 @@
-// MCDL's dual-consistency credibility buckets (mcdl-spec §3): each unlabelled sample of a batch
+// MCDL's dual-consistency credibility buckets (docs/method.md §3): each unlabelled sample of a batch
 // is high, medium or low credibility from the consistency of its weak and strong banks.
 #pragma once
 #include <cstdint>

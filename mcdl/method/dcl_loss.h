@@ -1,4 +1,4 @@
-// MCDL's divide-and-conquer losses (mcdl-spec §4): L_sup on the high-credibility samples,
+// MCDL's divide-and-conquer losses (docs/method.md §4): L_sup on the high-credibility samples,
 // MixMatch's L_semi on high and medium ones, L_self on every unlabelled one, and their pieces
 // (sharpening, targets, mixing). Composed of differentiable engine ops: CPU and CUDA alike.
 // Row flags (labelled, is_high) and labels are host vectors, known on the host with the batch.

@@ -96,7 +96,7 @@ void Gcd::enable_predictions(bool resume) {
 }
 
 Tensor Gcd::weak_logits(const BaseStep& step) {
-  NoGradGuard no_grad;  // the banks read the weak views' predictions detached (mcdl-spec §2)
+  NoGradGuard no_grad;  // the banks read the weak views' predictions detached (docs/method.md §2)
   return classifier_->logits(step.features.detach());
 }
 

@@ -1,4 +1,4 @@
-// GCD + MCDL's classifier (README: "GCD + MCDL"). GCD trains no classifier, while MCDL's memory
+// GCD + MCDL's classifier (docs/method.md §9). GCD trains no classifier, while MCDL's memory
 // banks, buckets and losses all read per-sample class predictions; the paper plugs MCDL into GCD
 // without saying where they come from. Here they come from GCD's own clustering: semi-supervised
 // k-means (the labelled images fixed to their classes, K clusters) over the L2-normalised

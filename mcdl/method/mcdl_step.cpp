@@ -63,7 +63,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   const HostIndex rows_t(rows, device);
   const HostIndex slots_t(slots, device);  // checked on the host by the banks
 
-  // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (spec §2).
+  // p_w = (softmax(l_w1/τ) + softmax(l_w2/τ)) / 2 and p_s = softmax(l_s/τ), detached (docs/method.md §2).
   Tensor weak_probs, strong_probs;
   {
     const ProfileRange range(device, "mcdl_banks");
@@ -94,7 +94,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     if (settings_.sup_norm == SupNorm::labelled_and_high && !high.empty()) {
       // Each high anchor weighs what a labelled anchor weighs in SimGCD's SupCon (sup_weight over
       // the anchors of labelled ∪ H) instead of 1/|H|: a handful of high samples in a batch no
-      // longer carries the weight of a whole batch (README: "Two MCDL variants").
+      // longer carries the weight of a whole batch (docs/method.md §7).
       const auto num_labelled = static_cast<double>(std::count(labelled.begin(), labelled.end(), uint8_t{1}));
       const auto num_high = static_cast<double>(high.size());
       terms.sup = terms.sup * (settings_.sup_weight * num_high / (num_high + num_labelled));

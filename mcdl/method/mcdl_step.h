@@ -1,9 +1,9 @@
-// MCDL's part of one training iteration (mcdl-spec §2–4), after the base method's forward pass
+// MCDL's part of one training iteration (docs/method.md §2–4), after the base method's forward pass
 // on the two weak views: the strong view's forward pass, the memory-bank update, the credibility
 // buckets, and L_sup, L_semi (with the forward pass of the mixed images) and L_self.
 //
 // The base method is reached only through its logits: SimGCD's cosine classifier, or for GCD
-// the k-means centroids (mcdl/method/kmeans_classifier.h; README: "GCD + MCDL"), so that both methods
+// the k-means centroids (mcdl/method/kmeans_classifier.h; docs/method.md §9), so that both methods
 // share this one step.
 #pragma once
 #include <cstdint>

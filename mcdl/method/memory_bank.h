@@ -1,4 +1,4 @@
-// MCDL's memory bank (mcdl-spec §3): per unlabelled training sample, a ring of its last μ
+// MCDL's memory bank (docs/method.md §3): per unlabelled training sample, a ring of its last μ
 // predictions (the argmax class and the probability vector) on the training device, from which
 // the dual-consistency credibility modelling reads each sample's most frequent class, how
 // often it occurs, and the mean prediction.

@@ -1,4 +1,4 @@
-// SimGCD's training loss (Wen et al., ICCV 2023; gcd_reference.md §1.3), each term public, plus
+// SimGCD's training loss (Wen et al., ICCV 2023; docs/reference-facts.md §1.3), each term public, plus
 // the generic supervised contrastive loss that MCDL's L_sup reuses. Every function composes
 // differentiable engine ops, so it runs on the CPU and on a CUDA device and its gradients flow
 // to the logits and projections. A batch of B samples gives 2B rows: view 1's rows, then
@@ -55,7 +55,7 @@ Tensor info_nce_loss(const Tensor& projections, double temperature);
 // labels[a]}, ℓ_a = −(temperature/base_temperature)·mean_{p∈P(a)} log(exp(s_ap) / Σ_{j≠a} exp(s_aj)),
 // s = f·fᵀ/temperature; the loss is the mean of ℓ_a over the anchors, 0 without anchors. Every
 // anchor must have a positive. SimGCD: every row an anchor, τ = base τ = 0.07. MCDL's L_sup
-// (mcdl-spec §4): anchors the rows of H only, τ = base τ = 0.04.
+// (docs/method.md §4): anchors the rows of H only, τ = base τ = 0.04.
 Tensor supcon_loss(const Tensor& features, const std::vector<int64_t>& labels, const std::vector<int64_t>& anchors,
                    double temperature, double base_temperature);
 

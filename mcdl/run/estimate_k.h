@@ -1,4 +1,4 @@
-// The number of classes when it is unknown, as GCD estimates it (gcd_reference.md §3.4,
+// The number of classes when it is unknown, as GCD estimates it (docs/reference-facts.md §3.4,
 // estimate_k.py): k-means with K clusters over every training image's feature, scored by the
 // clustering accuracy on the labelled images alone (their classes are known), and K searched by
 // Brent's bounded method (scipy's minimize_scalar(method='bounded')) over [k_min, k_max].

@@ -61,9 +61,9 @@ struct TrainConfig {
   std::string model;                   // model spec when no weights file is given (layers/vit_config.h)
   int64_t head_hidden = 2048;          // SimGCD head MLP: D → hidden → hidden → bottleneck
   int64_t head_bottleneck = 256;
-  double head_init_std = 0.02;         // SimGCD's; small backbones need more (see the README's demo)
-  // The default was chosen on the validation split only (docs: "MCDL: two variants"): the
-  // unlabelled images' labels never pick a default.
+  double head_init_std = 0.02;         // SimGCD's; small backbones need more (docs/training-and-evaluation.md §10)
+  // The default was chosen on the validation split only (docs/results.md, "How the robust variant
+  // was chosen"): the unlabelled images' labels never pick a default.
   Method method = Method::simgcd_mcdl;
   DeviceChoice device = DeviceChoice::automatic;
   // Unset: bf16 on a GPU, fp32 on the CPU (engine/ops/linalg.h); config.json records the choice.
@@ -129,7 +129,7 @@ struct TrainConfig {
   int64_t max_test = 0;                // evaluate on N test images, evenly spaced (0: all)
   int64_t eval_every = 1;              // score every N-th epoch and the last (0: the last only)
   bool progress = true;                // progress bar on a terminal
-  // Validation inside the labelled set (docs: "Choosing settings without the unlabelled labels").
+  // Validation inside the labelled set (docs/training-and-evaluation.md §4).
   int64_t val_classes = 0;             // hold out this many known classes as validation-new classes
 };
 

@@ -21,8 +21,8 @@ struct TrainingData {
   std::unique_ptr<ImageCache> cache;
   std::vector<int64_t> labelled;    // train indices of the labelled set (bad images dropped)
   // Train indices of the unlabelled pool; position = memory bank slot. With --val-classes the
-  // validation images (labelled images held out, README: "Choosing settings without the
-  // unlabelled labels") follow the benchmark's unlabelled images, from position first_validation.
+  // validation images (labelled images held out, docs/training-and-evaluation.md §4) follow the
+  // benchmark's unlabelled images, from position first_validation.
   std::vector<int64_t> unlabelled;
   size_t first_validation = 0;
   std::vector<int64_t> validation_classes;  // the known classes held out whole (remapped labels)

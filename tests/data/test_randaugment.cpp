@@ -45,7 +45,7 @@ TEST_CASE("augment_magnitude: torchvision's _augmentation_space tables") {
   }
   REQUIRE(total > 1000);
   CHECK(exact > total * 95 / 100);
-  // Bin 9 of 31 at 224x224, as the reference notes list them.
+  // Bin 9 of 31 at 224x224, as docs/backbone-and-data-facts.md §3.3 lists them.
   CHECK(augment_magnitude(AugmentOp::shear_x, 9, 31, 224, 224) == static_cast<double>(0.09f));
   CHECK(static_cast<int>(augment_magnitude(AugmentOp::translate_x, 9, 31, 224, 224)) == 30);
   CHECK(augment_magnitude(AugmentOp::rotate, 9, 31, 224, 224) == 9.0);

@@ -13,7 +13,7 @@ using namespace mcdl::testing;
 
 namespace {
 
-// DINO's state_dict() order for a ViT (reference §1.4).
+// DINO's state_dict() order for a ViT (docs/backbone-and-data-facts.md §1.4).
 std::vector<std::pair<std::string, Shape>> dino_names(const VitConfig& c) {
   const int64_t d = c.embed_dim, m = c.mlp_hidden_dim();
   std::vector<std::pair<std::string, Shape>> out = {

@@ -1,7 +1,7 @@
-// MCDL's step under its two variants: the paper variant resolves to the spec's settings; the
-// robust variant's safeguards (L_sup over labelled + high anchors, the ramp of the loss weights,
-// L_self's confidence mask) each change exactly what they say, and at their neutral values the
-// step is the paper's bit for bit.
+// MCDL's step under its two variants: the paper variant resolves to the spec's settings
+// (docs/method.md §1-§6, §7); the robust variant's safeguards (L_sup over labelled + high
+// anchors, the ramp of the loss weights, L_self's confidence mask) each change exactly what they
+// say, and at their neutral values the step is the paper's bit for bit.
 #include <doctest/doctest.h>
 
 #include <algorithm>
