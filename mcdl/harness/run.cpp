@@ -175,7 +175,8 @@ std::string Run::score(int64_t epoch, bool final, MetricsRow& row) {
     if (score.predictions)
       line += mcdl_->append_buckets(row, *score.predictions);
     else
-      append_missing(row, Mcdl::bucket_columns());
+      append_missing(row, bucket_columns());
+    mcdl_->append_view_accuracy(row);
   }
   return line + append_validation(row, score.predictions);
 }

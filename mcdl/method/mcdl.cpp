@@ -1,6 +1,9 @@
 #include "mcdl/method/mcdl.h"
 
+#include <cmath>
+
 #include "engine/autograd.h"
+#include "engine/ops.h"
 #include "engine/profile.h"
 #include "mcdl/run/accuracy_report.h"
 #include "mcdl/run/run_checkpoint.h"
@@ -11,6 +14,7 @@ Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clust
     : settings_(settings),
       truth_(data.unlabelled_labels()),
       validation_truth_(data.validation_labels()),
+      num_old_(data.num_old_classes()),
       bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
       bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
       step_(settings) {}
@@ -22,32 +26,61 @@ McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const Loade
   const auto logits = [&base](const Tensor& images) { return base.logits(images); };
   const McdlBatch step_batch{weak_logits,     base_step.projection, batch.views[0], batch.views[2], labels.labels,
                              labels.labelled, labels.bank_index,    epoch,          batch.batch};
-  return step_.run(logits, step_batch, bank_weak_, bank_strong_, losses);
+  McdlTerms terms = step_.run(logits, step_batch, bank_weak_, bank_strong_, losses);
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < labels.labelled.size(); ++i)
+    if (labels.labelled[i]) {
+      rows.push_back(static_cast<int64_t>(i));
+      view_truth_.push_back(labels.labels[i]);
+    }
+  if (!rows.empty()) {
+    NoGradGuard no_grad;
+    const HostIndex index(rows, weak_logits.device());  // rows of the first weak view: [0, B)
+    weak_argmax_.push_back(argmax(index_select(weak_logits.detach(), index), 1));
+    strong_argmax_.push_back(argmax(index_select(terms.strong_logits, index), 1));
+  }
+  return terms;
 }
 
-std::vector<std::string> Mcdl::bucket_columns() {
-  return {"high", "medium", "low", "high_pseudo_acc", "medium_pseudo_acc"};
+void Mcdl::append_view_accuracy(MetricsRow& row) {
+  auto accuracy = [this](const std::vector<Tensor>& predictions) {
+    if (predictions.empty()) return std::nan("");
+    const std::vector<int64_t> values = concat(predictions, 0).to(Device::cpu()).to_vector<int64_t>();
+    int64_t correct = 0;
+    for (size_t i = 0; i < values.size(); ++i) correct += values[i] == view_truth_[i] ? 1 : 0;
+    return static_cast<double>(correct) / static_cast<double>(values.size());
+  };
+  row.push_back({"labelled_weak_acc", accuracy(weak_argmax_)});
+  row.push_back({"labelled_strong_acc", accuracy(strong_argmax_)});
+  view_truth_.clear();
+  weak_argmax_.clear();
+  strong_argmax_.clear();
 }
 
 std::string Mcdl::append_buckets(MetricsRow& row, const EpochPredictions& predictions) const {
   const KnownLabels known = known_labels(predictions.truth, predictions.predictions, predictions.is_old);
   const std::vector<int64_t> cluster_to_class =
       known.truth.empty() ? std::vector<int64_t>{} : v2_assignment(known.truth, known.predictions);
-  return append_bucket_columns(row, bucket_report(bank_weak_, bank_strong_, settings_.mu, truth_, cluster_to_class));
+  return append_bucket_columns(row, bucket_report(bank_weak_, bank_strong_, settings_.mu, num_old_, truth_, cluster_to_class));
 }
 
 std::vector<std::string> Mcdl::validation_columns() {
-  return {"val_high", "val_medium", "val_high_precision", "val_medium_precision"};
+  return {"val_high",           "val_medium",          "val_high_precision", "val_medium_precision",
+          "val_high_conf_precision", "val_medium_conf_precision"};
 }
 
 std::string Mcdl::append_validation(MetricsRow& row, const std::vector<int64_t>& cluster_to_class) const {
   const BucketReport report =
-      bucket_report(bank_weak_, bank_strong_, settings_.mu, validation_truth_, cluster_to_class);
+      bucket_report(bank_weak_, bank_strong_, settings_.mu, num_old_, validation_truth_, cluster_to_class);
   row.push_back({"val_high", static_cast<double>(report.known_high)});
   row.push_back({"val_medium", static_cast<double>(report.known_medium)});
   row.push_back({"val_high_precision", report.high_accuracy});
   row.push_back({"val_medium_precision", report.medium_accuracy});
-  return "  precision H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
+  row.push_back({"val_high_conf_precision", report.high_confidence_accuracy});
+  row.push_back({"val_medium_conf_precision", report.medium_confidence_accuracy});
+  return "  precision H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy) +
+         " (by confidence H " + percent(report.high_confidence_accuracy) + " M " +
+         percent(report.medium_confidence_accuracy) + ")";
 }
 
 void Mcdl::save(std::map<std::string, Tensor>& tensors) const {

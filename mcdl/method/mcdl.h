@@ -4,7 +4,9 @@
 // over the unlabelled images and runs MCDL's part of each step (mcdl/method/mcdl_step.h: the
 // strong view, the banks, the credibility buckets, L_sup, L_semi, L_self); its losses are added
 // to the base method's with the variant's weights and schedule. At the end of an epoch it reports
-// the buckets and their pseudo-label accuracy, and its banks go into the checkpoint.
+// the buckets, their pseudo-label accuracy against selection by confidence (mcdl/method/
+// bucket_report.h) and the weak and strong views' accuracy on the labelled rows, and its banks go
+// into the checkpoint.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "data/loader.h"
 #include "mcdl/method/base_method.h"
+#include "mcdl/method/bucket_report.h"
 #include "mcdl/method/mcdl_step.h"
 #include "mcdl/method/memory_bank.h"
 
@@ -36,16 +39,20 @@ class Mcdl {
   McdlTerms step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch, const BatchLabels& labels,
                  int64_t epoch, bool losses);
 
-  // The end-of-epoch columns high, medium, low, high_pseudo_acc, medium_pseudo_acc (the pseudo
-  // labels mapped to classes through the v2 assignment of the epoch's predictions); returns the
-  // summary line's part.
-  static std::vector<std::string> bucket_columns();
+  // The end-of-epoch bucket columns (bucket_report.h's; the pseudo-labels mapped to classes
+  // through the v2 assignment of the epoch's predictions); returns the summary line's part.
   std::string append_buckets(MetricsRow& row, const EpochPredictions& predictions) const;
-  // The validation columns val_high, val_medium, val_high_precision, val_medium_precision: the
-  // banks' pseudo-label precision on the validation images, mapped through the assignment
-  // `cluster_to_class` of the validation images' own predictions.
+  // The validation columns val_high, val_medium, val_high_precision, val_medium_precision,
+  // val_high_conf_precision, val_medium_conf_precision: the banks' pseudo-label precision on the
+  // validation images (by consistency, and the same numbers by confidence), mapped through the
+  // assignment `cluster_to_class` of the validation images' own predictions.
   static std::vector<std::string> validation_columns();
   std::string append_validation(MetricsRow& row, const std::vector<int64_t>& cluster_to_class) const;
+  // The view check of the epoch's steps, from the labelled rows (whose labels the user has):
+  // labelled_weak_acc (the first weak view's argmax) and labelled_strong_acc (the strong view's);
+  // then the counts start again. NaN for an epoch without labelled rows.
+  static std::vector<std::string> view_columns() { return {"labelled_weak_acc", "labelled_strong_acc"}; }
+  void append_view_accuracy(MetricsRow& row);
 
   // The checkpoint's part: "bank_weak.*" and "bank_strong.*".
   void save(std::map<std::string, Tensor>& tensors) const;
@@ -54,6 +61,10 @@ class Mcdl {
  private:
   McdlSettings settings_;
   std::vector<int64_t> truth_, validation_truth_;  // per bank slot: for the reports only (−1: none)
+  int64_t num_old_;
+  // The epoch's labelled rows: their labels and both views' argmax (on the device until read).
+  std::vector<int64_t> view_truth_;
+  std::vector<Tensor> weak_argmax_, strong_argmax_;
   MemoryBank bank_weak_, bank_strong_;
   McdlStep step_;
 };

@@ -2,27 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <optional>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/profile.h"
 #include "engine/random.h"
-#include "mcdl/evaluation/cluster_accuracy.h"
 #include "mcdl/method/dcl_loss.h"
-#include "mcdl/run/accuracy_report.h"
 
 namespace mcdl {
 namespace {
 
 Tensor zero_scalar(Device device) { return scalar_tensor(0.0, DType::f32, device); }
-
-std::vector<int64_t> every_sample(int64_t n) {
-  std::vector<int64_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), int64_t{0});
-  return all;
-}
 
 }  // namespace
 
@@ -43,7 +34,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   const Device device = weak1.device();
   const int64_t b = weak1.size(0);
   const double temp = settings_.student_temp;
-  McdlTerms terms{zero_scalar(device), zero_scalar(device), zero_scalar(device)};
+  McdlTerms terms{zero_scalar(device), zero_scalar(device), zero_scalar(device), Tensor()};
 
   // The strong view: with a graph only when L_self trains through it.
   Tensor strong_logits;
@@ -53,6 +44,7 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     if (!losses || !settings_.losses.self) no_grad.emplace();
     strong_logits = logits_of(strong);
   }
+  terms.strong_logits = strong_logits.detach();
   std::vector<int64_t> rows, slots;  // batch rows of the unlabelled samples, and their bank slots
   for (int64_t i = 0; i < b; ++i)
     if (!labelled[static_cast<size_t>(i)]) {
@@ -145,54 +137,6 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
                          index_select(index_select(strong_logits, rows_t), confident_t), settings_.tau_u, temp) *
                (static_cast<double>(confident.size()) / static_cast<double>(rows.size()));
   return terms;
-}
-
-BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
-                           const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class) {
-  BucketReport report;
-  const int64_t n = bank_weak.num_samples();
-  NoGradGuard no_grad;
-  const SampleBuckets buckets =
-      bucket_samples(bank_weak, bank_strong, HostIndex(every_sample(n), bank_weak.device()), mu);
-  const auto& [high, medium, low, mode_w] = buckets;
-  report.counts = buckets.counts();
-  auto mapped = [&](int64_t cluster) {
-    return cluster >= 0 && cluster < static_cast<int64_t>(cluster_to_class.size())
-               ? cluster_to_class[static_cast<size_t>(cluster)]
-               : -1;
-  };
-  auto accuracy = [&](const std::vector<int64_t>& members, const std::vector<int64_t>& pseudo, int64_t& known) {
-    int64_t correct = 0;
-    for (size_t i = 0; i < members.size(); ++i) {
-      const int64_t t = truth[static_cast<size_t>(members[i])];
-      if (t < 0) continue;
-      ++known;
-      correct += mapped(pseudo[i]) == t ? 1 : 0;
-    }
-    return known == 0 ? std::nan("") : static_cast<double>(correct) / static_cast<double>(known);
-  };
-  std::vector<int64_t> high_pseudo;
-  for (int64_t i : high) high_pseudo.push_back(mode_w[static_cast<size_t>(i)]);
-  report.high_accuracy = accuracy(high, high_pseudo, report.known_high);
-  std::vector<int64_t> medium_pseudo;
-  if (!medium.empty()) {
-    const HostIndex idx(medium, bank_weak.device());
-    const Tensor mean = (bank_weak.mean_probs(idx) + bank_strong.mean_probs(idx)) * 0.5;
-    medium_pseudo = argmax(mean, 1).to(Device::cpu()).to_vector<int64_t>();
-  }
-  report.medium_accuracy = accuracy(medium, medium_pseudo, report.known_medium);
-  return report;
-}
-
-std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
-  row.push_back({"high", static_cast<double>(report.counts.high)});
-  row.push_back({"medium", static_cast<double>(report.counts.medium)});
-  row.push_back({"low", static_cast<double>(report.counts.low)});
-  row.push_back({"high_pseudo_acc", report.high_accuracy});
-  row.push_back({"medium_pseudo_acc", report.medium_accuracy});
-  return "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
-         std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
-         percent(report.medium_accuracy);
 }
 
 }  // namespace mcdl

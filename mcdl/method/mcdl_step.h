@@ -14,13 +14,13 @@
 #include "engine/tensor.h"
 #include "mcdl/method/credibility.h"
 #include "mcdl/method/memory_bank.h"
-#include "mcdl/run/run_directory.h"
 #include "mcdl/run/train_config.h"
 
 namespace mcdl {
 
 struct McdlTerms {
   Tensor sup, semi, self;  // scalars (zero before mcdl_start)
+  Tensor strong_logits;    // [B, K] the strong view's logits, detached (the view check reads them)
 };
 
 // The factor on the MCDL losses in epoch `epoch`: 0 before mcdl_start, then
@@ -62,21 +62,5 @@ class McdlStep {
  private:
   McdlSettings settings_;
 };
-
-// The end-of-epoch picture of the banks over the whole unlabelled set: bucket sizes, and the
-// pseudo-label accuracy of the high and medium samples (the paper's Table 6), their pseudo
-// labels (high: the weak bank's mode; medium: the argmax of the mean of both banks' means)
-// mapped to classes through the epoch's v2 assignment `cluster_to_class`; truth[i] is the label
-// of unlabelled sample i (−1: unknown, not scored).
-struct BucketReport {
-  BucketCounts counts;
-  int64_t known_high = 0, known_medium = 0;  // the samples with a truth label in each bucket
-  double high_accuracy = 0.0, medium_accuracy = 0.0;  // over those; NaN for none
-};
-BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
-                           const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);
-// Appends its columns high, medium, low, high_pseudo_acc and medium_pseudo_acc to a metrics row;
-// returns the summary line's part ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5").
-std::string append_bucket_columns(MetricsRow& row, const BucketReport& report);
 
 }  // namespace mcdl

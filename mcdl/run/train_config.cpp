@@ -34,14 +34,15 @@ TextField sup_norm_field(std::optional<SupNorm>& sup_norm) {
 TextField clusters_field(TrainConfig& c) {
   return {[&c] { return c.estimate_clusters ? std::string("auto") : std::to_string(c.clusters.value_or(0)); },
           [&c](const std::string& text) {
-            c.estimate_clusters = text == "auto" || text == "-1";  // -1: auto in older run directories
-            if (c.estimate_clusters) {
+            if (text == "auto" || text == "-1") {  // -1: auto in older run directories
+              c.estimate_clusters = true;
               c.clusters.reset();
               return;
             }
             int64_t n = 0;
             set_option({{"clusters", "", &n}}, "clusters", text);
             check(n >= 0, "--clusters must be auto, 0 or a positive number, got ", n);
+            c.estimate_clusters = false;
             if (n == 0) c.clusters.reset();
             else c.clusters = n;
           }};

@@ -53,7 +53,8 @@ TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's ter
   testing::check_learnt_squares(run_training(tiny_config(out), false), 6);
   const std::string csv = testing::read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,contrastive,supcon,l_sup,l_semi,l_self,iterations,all,old,new,high,medium,low,"
-                 "high_pseudo_acc,medium_pseudo_acc,train_seconds,eval_seconds,seconds\n") == 0);
+                 "high_pseudo_acc,medium_pseudo_acc,high_conf_acc,medium_conf_acc,high_clusters,high_top_share,"
+                 "high_old_share,labelled_weak_acc,labelled_strong_acc,train_seconds,eval_seconds,seconds\n") == 0);
   const auto col = testing::metrics_columns(csv);
   REQUIRE(col.at("epoch").size() == 6);
   for (size_t e = 0; e < 6; ++e) {
@@ -67,6 +68,10 @@ TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's ter
     CHECK((col.at("all")[e] == "nan") == (e < 5));  // GCD scores the last epoch only
   }
   CHECK(std::stod(col.at("high")[5]) > 0);
+  // The k-means classifier fixes the labelled images to their classes: the first weak view of a
+  // labelled sample is mostly predicted as its label by the end (the strong view less often).
+  CHECK(std::stod(col.at("labelled_weak_acc")[5]) > 0.8);
+  CHECK(std::stod(col.at("labelled_strong_acc")[5]) >= 0.0);
   CHECK(std::stod(col.at("l_sup")[5]) > 0);
   CHECK(std::stod(col.at("l_semi")[5]) > 0);
   const SafetensorsFile checkpoint = load_safetensors((out / "checkpoints/last.safetensors").string());

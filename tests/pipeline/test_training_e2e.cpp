@@ -56,7 +56,12 @@ TEST_CASE("e2e: SimGCD + MCDL on coloured squares learns the classes, old and ne
   const std::string csv = read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,cls,cluster,memax,contrastive,supcon,l_sup,l_semi,l_self") == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 21);
-  CHECK(csv.find(",high,medium,low,high_pseudo_acc,medium_pseudo_acc,") != std::string::npos);
+  CHECK(csv.find(",high,medium,low,high_pseudo_acc,medium_pseudo_acc,high_conf_acc,medium_conf_acc,high_clusters,"
+                 "high_top_share,high_old_share,labelled_weak_acc,labelled_strong_acc,") != std::string::npos);
+  // The premise columns are filled: the classifier predicts the labelled rows' labels once trained.
+  const auto col = testing::metrics_columns(csv);
+  CHECK(std::stod(col.at("labelled_weak_acc").back()) > 0.8);
+  CHECK(std::stod(col.at("high_clusters").back()) >= 1.0);
   fs::remove_all(out);
 }
 
@@ -245,8 +250,8 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
   c.mcdl_start = 1;
   run_training(c, false);
   const std::string csv = read_text(out / "metrics.csv");
-  CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,") !=
-        std::string::npos);
+  CHECK(csv.find(",val_all,val_old,val_new,val_high,val_medium,val_high_precision,val_medium_precision,"
+                 "val_high_conf_precision,val_medium_conf_precision,") != std::string::npos);
   CHECK(read_text(out / "config.json").find("\"val-classes\": 1") != std::string::npos);
   CHECK(resume_config(out.string()).mcdl_variant == McdlVariant::robust);
   {  // A run directory from before the variants existed resumes with the paper's MCDL, which it ran.
