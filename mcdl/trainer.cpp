@@ -95,6 +95,7 @@ class Trainer {
   RunDirectory run_;
   CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
+  ScopedEngineSettings settings_;  // the run's matmul precision, until its last product
   int64_t clusters_ = 0;  // the head's outputs (--clusters)
   std::unique_ptr<SimGCDModel> model_;
   std::string frozen_fingerprint_;  // of the backbone's frozen blocks, as built (mcdl/frozen_backbone.h)
@@ -124,8 +125,9 @@ Trainer::Trainer(TrainConfig config, bool resume)
       resume_(resume),
       device_(select_device(config_.device)),
       run_(config_.out),
-      data_(load_training_data(config_)) {
-  config_.precision = matmul_precision_name(select_matmul_precision(config_.precision, device_));
+      data_(load_training_data(config_)),
+      settings_(&EngineSettings::matmul_precision, select_matmul_precision(config_.precision, device_)) {
+  config_.precision = matmul_precision_name(engine_settings().matmul_precision);
   config_.eval_on = data_.eval_on;
   clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);

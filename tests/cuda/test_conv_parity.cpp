@@ -56,8 +56,7 @@ TEST_CASE("cuda parity: conv2d_patch") {
 }
 
 TEST_CASE("cuda parity: conv2d_patch with TF32 products") {
-  set_matmul_precision(MatmulPrecision::tf32);
+  const ScopedEngineSettings tf32(&EngineSettings::matmul_precision, MatmulPrecision::tf32);
   check_cuda_parity("conv2d_patch tf32", conv, {leaf({2, 3, 8, 8}, 400), leaf({5, 3, 4, 4}, 401), leaf({5}, 402)},
                     2e-2, 2e-2);
-  set_matmul_precision(MatmulPrecision::fp32);
 }
