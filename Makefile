@@ -40,7 +40,7 @@ NVCCFLAGS ?= -O3
 NVCCFLAGS += -std=c++20 -I. -Werror all-warnings -Xcompiler -Wall,-Wextra -Xptxas --warn-on-spills,--warning-as-error \
              -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90 -MMD -MP
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudnn -lcudart_static -ldl -lrt -lpthread
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart_static -ldl -lrt -lpthread
 
 LIB_SRCS  := $(wildcard engine/*.cpp engine/*/*.cpp io/*.cpp kernels/cpu/*.cpp layers/*.cpp data/*.cpp data/*/*.cpp mcdl/*.cpp mcdl/*/*.cpp)
 CUDA_SRCS := $(wildcard kernels/cuda/*.cu)

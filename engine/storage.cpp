@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/settings.h"
 #include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 namespace {
 std::atomic<int64_t> cpu_live_bytes{0};
 std::atomic<int64_t> cuda_live_bytes{0};
-std::atomic<bool> poison_flag{false};
 constexpr size_t cpu_alignment = 64;  // a cache line, and enough for any vector load
 
 // Size classes: round up to 1/8 of the next power of two (at most 12.5% waste), so the
@@ -90,14 +90,14 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
     check(cuda::device_available(), "Storage: no usable CUDA device for a tensor on ", device.str(),
           "; use the cpu device");
     data_ = cuda::device_alloc(bytes);
-    if (poison_flag.load(std::memory_order_relaxed)) cuda::fill_bytes(data_, 0xFF, bytes);
+    if (engine_settings().poison_new_storage) cuda::fill_bytes(data_, 0xFF, bytes);
     cuda_live_bytes += static_cast<int64_t>(bytes_);
     return;
   }
   const size_t rounded = size_class(bytes);
   data_ = host_cache().take(rounded);
   if (!data_) fail("Storage: out of host memory allocating ", bytes, " bytes");
-  if (poison_flag.load(std::memory_order_relaxed)) std::memset(data_, 0xFF, rounded);
+  if (engine_settings().poison_new_storage) std::memset(data_, 0xFF, rounded);
   cpu_live_bytes += static_cast<int64_t>(bytes_);
 }
 
@@ -121,8 +121,5 @@ int64_t storage_cached_bytes(Device device) {
   return device.is_cpu() ? static_cast<int64_t>(host_cache().cached_bytes()) : 0;
 }
 void release_cached_storage() { host_cache().release(); }
-
-void set_poison_new_storage(bool on) { poison_flag = on; }
-bool poison_new_storage() { return poison_flag; }
 
 }  // namespace mcdl

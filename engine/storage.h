@@ -12,6 +12,7 @@ namespace mcdl {
 
 class Storage {
  public:
+  // Uninitialised bytes, or NaN bytes (0xFF) with engine_settings().poison_new_storage.
   Storage(size_t bytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -43,10 +44,5 @@ int64_t storage_live_bytes(Device device);
 // return that cache.
 int64_t storage_cached_bytes(Device device);
 void release_cached_storage();
-
-// When on, every new storage is filled with NaN bytes (0xFF) before use, so a kernel that
-// fails to write part of a fresh buffer is caught by tests. Off by default.
-void set_poison_new_storage(bool on);
-bool poison_new_storage();
 
 }  // namespace mcdl

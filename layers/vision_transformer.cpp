@@ -43,7 +43,8 @@ Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, 
   Tensor x = prepare_tokens(images);
   // With bf16 products (PyTorch's autocast), the frozen blocks keep their activations in bf16 too:
   // half the memory traffic, the residual adds inside the products; the trained part gets f32 back.
-  if (!needs_grad && end > 0 && x.dtype() == DType::f32 && matmul_precision() == MatmulPrecision::bf16) {
+  if (!needs_grad && end > 0 && x.dtype() == DType::f32 &&
+      engine_settings().matmul_precision == MatmulPrecision::bf16) {
     Tensor h = x.to(DType::bf16);
     for (size_t i = 0; i < end; ++i) h = blocks[i].forward_bf16(h);
     return h.to(DType::f32);

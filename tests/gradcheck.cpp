@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "engine/settings.h"
+
 namespace mcdl::testing {
 namespace {
 
@@ -124,10 +126,12 @@ void check_backward_contract(const std::string& name, const TensorFn& f, const s
   forward_backward(f, clean, projection);
 
   // Fresh buffers poisoned with NaN must come back fully written.
-  set_poison_new_storage(true);
-  std::vector<Tensor> poisoned = fresh_inputs(inputs, DType::f64);
-  forward_backward(f, poisoned, projection);
-  set_poison_new_storage(false);
+  std::vector<Tensor> poisoned;
+  {
+    const ScopedEngineSettings poison(&EngineSettings::poison_new_storage, true);
+    poisoned = fresh_inputs(inputs, DType::f64);
+    forward_backward(f, poisoned, projection);
+  }
 
   // Pre-filled .grad must be added to, not replaced.
   std::vector<Tensor> prefilled = fresh_inputs(inputs, DType::f64);

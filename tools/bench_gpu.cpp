@@ -12,6 +12,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "engine/settings.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/block.h"
 
@@ -58,9 +59,8 @@ double copy_bandwidth_gbs() {
 double gemm_tflops(MatmulPrecision precision) {
   const int64_t n = 8192;
   Tensor a = random_on_device({n, n}, 2), b = random_on_device({n, n}, 3);
-  set_matmul_precision(precision);
+  const ScopedEngineSettings scope(&EngineSettings::matmul_precision, precision);
   const double ms = time_ms([&] { Tensor c = matmul(a, b); }, 5);
-  set_matmul_precision(MatmulPrecision::fp32);
   return 2.0 * static_cast<double>(n * n * n) / (ms * 1e9);
 }
 
@@ -133,30 +133,23 @@ int main(int argc, char** argv) {
   }
 
   {
-    // The ViT-B/16 patch embedding of a batch: cuDNN's graph API against im2col + GEMM.
+    // The ViT-B/16 patch embedding of a batch (im2col + GEMM).
     Tensor images = random_on_device({128, 3, 224, 224}, 15), weight = random_on_device({768, 3, 16, 16}, 16);
     Tensor bias = random_on_device({768}, 17);
     const double flops = 2.0 * 128 * 196 * 768 * 768;
-    std::printf("\n%-28s %-18s %12s %14s\n", "patch embedding", "algorithm", "time", "throughput");
+    std::printf("\n%-28s %-18s %12s %14s\n", "patch embedding", "precision", "time", "throughput");
     for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::tf32}) {
-      set_matmul_precision(precision);
-      for (ConvAlgorithm algorithm : {ConvAlgorithm::cudnn, ConvAlgorithm::im2col_gemm}) {
-        set_conv_algorithm(algorithm);
-        const double ms = time_ms([&] { Tensor y = conv2d_patch(images, weight, bias); });
-        const std::string label = std::string(algorithm == ConvAlgorithm::cudnn ? "cudnn" : "im2col+gemm") + " " +
-                                  (precision == MatmulPrecision::fp32 ? "fp32" : "tf32");
-        std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s\n", "[128,3,224,224] P=16", label.c_str(), ms,
-                    flops / (ms * 1e9));
-      }
+      const ScopedEngineSettings scope(&EngineSettings::matmul_precision, precision);
+      const double ms = time_ms([&] { Tensor y = conv2d_patch(images, weight, bias); });
+      std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s\n", "[128,3,224,224] P=16",
+                  precision == MatmulPrecision::fp32 ? "fp32" : "tf32", ms, flops / (ms * 1e9));
     }
-    set_conv_algorithm(ConvAlgorithm::im2col_gemm);
-    set_matmul_precision(MatmulPrecision::fp32);
   }
 
   std::printf("\n%-28s %-18s %12s %14s\n", "linear (M = 128·197)", "precision", "time", "throughput");
   const std::pair<int64_t, int64_t> layers[] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
   for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::tf32}) {
-    set_matmul_precision(precision);
+    const ScopedEngineSettings scope(&EngineSettings::matmul_precision, precision);
     const double ceiling = precision == MatmulPrecision::fp32 ? fp32_tflops : tf32_tflops;
     const char* label = precision == MatmulPrecision::fp32 ? "fp32" : "tf32";
     for (const auto& [in, out] : layers) {
@@ -180,7 +173,6 @@ int main(int argc, char** argv) {
                   torch_column(name + " fwd+bwd " + label, both).c_str());
     }
   }
-  set_matmul_precision(MatmulPrecision::fp32);
 
   {
     // A frozen ViT-B/16 block on bf16 activations at batch 128 (Block::forward_bf16, the frozen
@@ -202,13 +194,13 @@ int main(int argc, char** argv) {
     report_memory_op("layer_norm bf16", act_shape, 2 * act16, [&] { Tensor z = block.norm1.forward_bf16(x16); },
                      copy_gbs);
     report_gemm("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
-    // The attention and the whole block with each attention algorithm (set_attention_algorithm):
+    // The attention and the whole block with each attention algorithm (EngineSettings::attention):
     // [unfused] two batched cuBLAS products and a softmax kernel, [fused] one WMMA kernel (the
-    // default, restored last).
+    // default).
     const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
     auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
       for (AttentionAlgorithm algorithm : {AttentionAlgorithm::unfused, AttentionAlgorithm::fused}) {
-        set_attention_algorithm(algorithm);
+        const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
         report_gemm((name + (algorithm == AttentionAlgorithm::fused ? " [fused]" : " [unfused]")).c_str(), flops,
                     work);
       }

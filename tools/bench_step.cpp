@@ -22,6 +22,7 @@
 #include "engine/ops.h"
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
+#include "engine/settings.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/simgcd_model.h"
 #include "layers/vit_config.h"
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
   try {
     const Settings s = parse(argc, argv);
     const Device device = select_device(s.device);
-    select_matmul_precision(s.precision, device);
+    const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
+                                         select_matmul_precision(s.precision, device));
     std::fprintf(stderr, "bench_step: ViT-B/16 + SimGCD head, batch %lld, %s, %s\n", static_cast<long long>(s.batch),
                  device.is_cuda() ? cuda::device_description().c_str() : "CPU", s.precision.c_str());
 

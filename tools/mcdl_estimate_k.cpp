@@ -7,6 +7,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
+#include "engine/settings.h"
 #include "mcdl/run/estimate_k.h"
 #include "mcdl/run/train_config.h"
 #include "mcdl/run/training_data.h"
@@ -52,7 +53,8 @@ int run(int argc, char** argv) {
   mcdl::validate_config(config);
   config.eval_on = mcdl::EvalOn::unlabelled;  // the estimate reads the training images only
   const mcdl::Device device = mcdl::select_device(mcdl::device_choice_name(config.device));
-  mcdl::select_matmul_precision(mcdl::precision_request(config.precision), device);
+  const mcdl::ScopedEngineSettings precision(&mcdl::EngineSettings::matmul_precision,
+                                             mcdl::select_matmul_precision(mcdl::precision_request(config.precision), device));
   const mcdl::TrainingData data = mcdl::load_training_data(config);
   const mcdl::KEstimate estimate = mcdl::estimate_num_classes_for(config, data, device, k_min, k_max, restarts);
   std::printf("estimated K = %lld (labelled accuracy %.4f; %zu values of K tried)\n",

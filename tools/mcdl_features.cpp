@@ -11,6 +11,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
+#include "engine/settings.h"
 #include "io/durable_file.h"
 #include "io/npy.h"
 #include "mcdl/run/trained_model.h"
@@ -111,7 +112,8 @@ int run(int argc, char** argv) {
   Arguments args;
   if (const auto stop = tools::parse_tool_arguments(argc, argv, "mcdl_features", kUsage, parse_arguments, args)) return *stop;
   const Device device = select_device(args.device);
-  select_matmul_precision(args.precision, device);
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
+                                       select_matmul_precision(args.precision, device));
   const std::vector<std::string> images = list_image_files(args.inputs);
   for (const std::string& image : images)
     check(image.find('\n') == std::string::npos, image, ": a path with a newline cannot be listed one per line");

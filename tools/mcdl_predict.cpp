@@ -13,6 +13,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
+#include "engine/settings.h"
 #include "io/csv_field.h"
 #include "io/durable_file.h"
 #include "mcdl/run/trained_model.h"
@@ -100,7 +101,8 @@ int run(int argc, char** argv) {
   Arguments args;
   if (const auto stop = tools::parse_tool_arguments(argc, argv, "mcdl_predict", kUsage, parse_arguments, args)) return *stop;
   const Device device = select_device(args.device);
-  select_matmul_precision(args.precision, device);
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
+                                       select_matmul_precision(args.precision, device));
   const std::vector<std::string> images = list_image_files(args.inputs);
   const std::string run_dir = run_directory_of(args.checkpoint);
   const TrainedModel trained = load_trained_model(args.checkpoint);

@@ -1,17 +1,10 @@
 #include "engine/ops/conv.h"
 
-#include <atomic>
-
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
-#include "engine/profile.h"
-#include "kernels/cuda/conv_cudnn.h"
-#include "kernels/cuda/linalg.h"
 
 namespace mcdl {
 namespace {
-
-std::atomic<ConvAlgorithm> algorithm{ConvAlgorithm::im2col_gemm};
 
 PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_device("conv2d_patch", x, weight);
@@ -33,23 +26,7 @@ PatchGrid patch_grid(const Tensor& x, const Tensor& weight, const Tensor& bias) 
   return {x.size(0), x.size(1), x.size(2), x.size(3), p};
 }
 
-// out = conv(x, weight) (+ bias) through cuDNN, when the algorithm asks for it and cuDNN has an
-// engine for the shape; otherwise returns false with out untouched.
-template <class T>
-bool forward_cudnn(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out, const PatchGrid& grid,
-                   int64_t out_channels) {
-  if (!x.device().is_cuda() || conv_algorithm() != ConvAlgorithm::cudnn) return false;
-  const ProfileRange range(x.device(), "conv2d_patch_cudnn");
-  if (!cuda::conv2d_patch_cudnn(x.ptr<T>(), weight.ptr<T>(), out.ptr<T>(), grid, out_channels, gemm_mode()))
-    return false;
-  if (bias.defined()) cuda::add_channel_bias(bias.ptr<T>(), out.ptr<T>(), grid.batch, out_channels, grid.patches());
-  return true;
-}
-
 }  // namespace
-
-void set_conv_algorithm(ConvAlgorithm value) { algorithm = value; }
-ConvAlgorithm conv_algorithm() { return algorithm; }
 
 Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const PatchGrid grid = patch_grid(x, weight, bias);
@@ -58,7 +35,6 @@ Tensor conv2d_patch(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = empty({batch, out_channels, grid.rows(), grid.cols()}, x.dtype(), device);
   dispatch_floating(x.dtype(), "conv2d_patch", [&](auto zero) {
     using T = decltype(zero);
-    if (forward_cudnn<T>(x, weight, bias, out, grid, out_channels)) return;
     Tensor cols = empty({batch, l, k}, x.dtype(), device);
     on_device(device, [&](auto kernels) {
       kernels.im2col_patches(x.ptr<T>(), cols.ptr<T>(), grid);

@@ -9,7 +9,7 @@ namespace mcdl {
 
 // The kernels' form of the matmul precision.
 inline GemmMode gemm_mode() {
-  switch (matmul_precision()) {
+  switch (engine_settings().matmul_precision) {
     case MatmulPrecision::tf32: return GemmMode::tf32;
     case MatmulPrecision::bf16: return GemmMode::bf16;
     case MatmulPrecision::fp32: break;

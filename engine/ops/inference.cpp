@@ -1,18 +1,16 @@
 #include "engine/ops/inference.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "engine/backend.h"
 #include "engine/dispatch.h"
 #include "engine/profile.h"
+#include "engine/settings.h"
 #include "kernels/cuda/bf16_inference.h"
 
 namespace mcdl {
 namespace {
-
-std::atomic<AttentionAlgorithm> algorithm{AttentionAlgorithm::fused};
 
 void check_inference_input(const char* op, const Tensor& x, DType dtype) {
   check_defined(op, x);
@@ -124,7 +122,7 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads;
   Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  const bool fused = algorithm == AttentionAlgorithm::fused &&
+  const bool fused = engine_settings().attention == AttentionAlgorithm::fused &&
                      cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), hd);
   if (qkv.device().is_cuda() && !fused) {
     Tensor scores = empty({b * num_heads, t, t}, DType::bf16, qkv.device());
@@ -138,8 +136,5 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   });
   return context;
 }
-
-void set_attention_algorithm(AttentionAlgorithm value) { algorithm = value; }
-AttentionAlgorithm attention_algorithm() { return algorithm; }
 
 }  // namespace mcdl

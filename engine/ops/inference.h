@@ -43,15 +43,7 @@ class Bf16Copy {
 // DINO's attention core on its fused projection qkv [B, T, 3·D] (split into q, k, v and heads as
 // Attention::forward does): softmax(q·kᵀ/√(D/heads))·v with the heads merged back, [B, T, D].
 // The scores and the softmax in fp32, the softmax numerators rounded to bf16 for the product
-// with v. On a CUDA device it follows attention_algorithm().
+// with v. On a CUDA device it follows engine_settings().attention (engine/settings.h).
 Tensor bf16_attention(const Tensor& qkv, int64_t num_heads);
-
-// How bf16_attention runs on a CUDA device: fused (the default: one tensor-core kernel, no
-// [B·H, T, T] scores in memory; head sizes 16 to 64 in steps of 16, other sizes take the
-// unfused path), or unfused (two batched cuBLAS products with a softmax kernel between them,
-// the scores rounded to bf16 in a scratch of B·H·T·T). `make bench-gpu` times both.
-enum class AttentionAlgorithm { fused, unfused };
-void set_attention_algorithm(AttentionAlgorithm algorithm);
-AttentionAlgorithm attention_algorithm();
 
 }  // namespace mcdl

@@ -1,15 +1,11 @@
 #include "engine/ops/linalg.h"
 
-#include <atomic>
-
 #include "engine/dispatch.h"
 #include "engine/ops/gemm_dispatch.h"
 #include "kernels/cpu/gemm_bf16.h"  // bf16_products_native
 
 namespace mcdl {
 namespace {
-
-std::atomic<MatmulPrecision> precision{MatmulPrecision::fp32};
 
 struct MatmulDims {
   int64_t batch, m, k, n;
@@ -105,12 +101,8 @@ MatmulPrecision select_matmul_precision(const std::string& text, Device device) 
           "--precision bf16: this processor has no AVX512-BF16 (oneDNN would emulate bf16 products, slower than ",
           "fp32); run with --precision fp32, or on a CUDA device");
   }
-  set_matmul_precision(value);
   return value;
 }
-
-void set_matmul_precision(MatmulPrecision value) { precision = value; }
-MatmulPrecision matmul_precision() { return precision; }
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false); }
 Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true); }

@@ -12,22 +12,10 @@ __global__ void broadcast_rows_kernel(const T* bias, T* out, int64_t n, int64_t 
   for (int64_t i = grid_index(); i < n; i += grid_stride()) out[i] = bias[i % cols];
 }
 
-// out [B, O, L] = bias[o] (overwrite) or += bias[o] in channel o.
+// out [B, O, L] = bias[o] in channel o.
 template <class T>
-__global__ void channel_bias_kernel(const T* bias, T* out, int64_t n, int64_t channels, int64_t spatial,
-                                    bool overwrite) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const T value = bias[(i / spatial) % channels];
-    out[i] = overwrite ? value : out[i] + value;
-  }
-}
-
-template <class T>
-void channel_bias(const T* bias, T* out, int64_t batch, int64_t channels, int64_t spatial, bool overwrite) {
-  const int64_t n = batch * channels * spatial;
-  if (n > 0)
-    launch(channel_bias_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n,
-           channels, spatial, overwrite);
+__global__ void fill_channels_kernel(const T* bias, T* out, int64_t n, int64_t channels, int64_t spatial) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) out[i] = bias[(i / spatial) % channels];
 }
 
 // One block per group g: out[g] (=|+=) Σ_{o < outer} Σ_{i < inner} in[o·outer_stride +
@@ -126,12 +114,10 @@ void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
 
 template <class T>
 void fill_channels(const T* bias, T* out, int64_t batch, int64_t channels, int64_t spatial) {
-  channel_bias(bias, out, batch, channels, spatial, true);
-}
-
-template <class T>
-void add_channel_bias(const T* bias, T* y, int64_t batch, int64_t channels, int64_t spatial) {
-  channel_bias(bias, y, batch, channels, spatial, false);
+  const int64_t n = batch * channels * spatial;
+  if (n > 0)
+    launch(fill_channels_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), bias, out, n,
+           channels, spatial);
 }
 
 template <class T>
@@ -174,7 +160,6 @@ void col2im_patches(const T* cols, T* x, const PatchGrid& grid, bool overwrite) 
 #define MCDL_INSTANTIATE_LINALG(T)                                                          \
   template void broadcast_rows<T>(const T*, T*, int64_t, int64_t);                          \
   template void fill_channels<T>(const T*, T*, int64_t, int64_t, int64_t);                  \
-  template void add_channel_bias<T>(const T*, T*, int64_t, int64_t, int64_t);               \
   template void column_sums<T>(const T*, T*, int64_t, int64_t, bool);                       \
   template void channel_sums<T>(const T*, T*, int64_t, int64_t, int64_t, bool);            \
   template void im2col_patches<T>(const T*, T*, const PatchGrid&);                          \

@@ -14,9 +14,6 @@ void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols);
 // out [B, O, L] = bias[o] everywhere in channel o.
 template <class T>
 void fill_channels(const T* bias, T* out, int64_t batch, int64_t channels, int64_t spatial);
-// y [B, O, L] += bias[o] everywhere in channel o (after conv2d_patch_cudnn).
-template <class T>
-void add_channel_bias(const T* bias, T* y, int64_t batch, int64_t channels, int64_t spatial);
 // out[c] (=|+=) Σ_r in[r, c].
 template <class T>
 void column_sums(const T* in, T* out, int64_t rows, int64_t cols, bool overwrite);

@@ -41,7 +41,7 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats);
 void synchronize();
 
 // Releases everything the engine holds on the GPU: the libraries' plans, handles and workspaces
-// (cuDNN, cuBLASLt, cuBLAS), newest first, then the engine stream once its work has finished,
+// (cuBLASLt, cuBLAS), newest first, then the engine stream once its work has finished,
 // then the pool's cached blocks (returned to the driver). Used again afterwards, the engine
 // makes them afresh. Blocks of tensors still alive cannot be returned: call it once they are
 // gone, with no GPU work running on another thread. Failures are reported on stderr, never

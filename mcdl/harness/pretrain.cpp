@@ -70,7 +70,8 @@ RunSummary run_pretraining(const PretrainConfig& config) {
   probe_writable_directory(out_dir.empty() ? "." : out_dir,
                            "free some space there or choose another -o, then run again");
   const Device device = select_device(device_choice_name(config.device));
-  select_matmul_precision(precision_request(config.precision), device);
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
+                                       select_matmul_precision(precision_request(config.precision), device));
   DatasetOptions dataset_options;
   dataset_options.max_train = config.max_train;
   const Dataset dataset = load_dataset(config.dataset, config.data_root, dataset_options);

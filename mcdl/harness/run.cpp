@@ -10,6 +10,7 @@
 #include "data/loader.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
+#include "engine/settings.h"
 #include "io/safetensors.h"
 #include "mcdl/method/mcdl.h"
 #include "mcdl/method/registry.h"
@@ -57,6 +58,7 @@ class Run {
   RunDirectory run_;
   CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
+  ScopedEngineSettings settings_;  // the run's matmul precision, until its last product
   int64_t clusters_ = 0;  // the model's clusters (--clusters)
   RunProgress progress_;
   std::unique_ptr<BaseMethod> method_;
@@ -71,9 +73,11 @@ Run::Run(const TrainConfig& config, bool resume)
       resume_(resume),
       device_(select_device(device_choice_name(config_.device))),
       run_(config_.out),
-      data_(load_training_data(config_)) {
+      data_(load_training_data(config_)),
+      settings_(&EngineSettings::matmul_precision,
+                select_matmul_precision(precision_request(config_.precision), device_)) {
   // What depends on the machine and the data, resolved here once, before config.json is written.
-  config_.precision = select_matmul_precision(precision_request(config_.precision), device_);
+  config_.precision = engine_settings().matmul_precision;
   config_.eval_on = data_.eval_on;
   clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "kernels/cuda/launch_config.h"
 #include "kernels/emu/thread_order.h"
 
 namespace mcdl::testing {
@@ -58,7 +57,7 @@ void check_parity(const std::string& name, const TensorFn& f, const std::vector<
                               (block ? std::to_string(block) : std::string("default")) + ")";
     Run got;
     {
-      const DeviceRunSettings settings(block);
+      const ScopedEngineSettings settings(device_run_settings(block));
       got = run_on(Device::cuda(), f, inputs, projection, backward);
     }
     REQUIRE_MESSAGE(got.output.device().is_cuda(), label << ": the output left the device: " << got.output.str());
@@ -88,14 +87,11 @@ std::string shape_label(const std::string& op, int64_t rows, int64_t cols) {
   return op + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-DeviceRunSettings::DeviceRunSettings(unsigned block) {
-  cuda::set_block_size_override(block);
-  set_poison_new_storage(true);
-}
-
-DeviceRunSettings::~DeviceRunSettings() {
-  set_poison_new_storage(false);
-  cuda::set_block_size_override(0);
+EngineSettings device_run_settings(unsigned block) {
+  EngineSettings settings = engine_settings();
+  settings.block_size_override = block;
+  settings.poison_new_storage = true;
+  return settings;
 }
 
 void check_close(const std::string& what, const Tensor& reference, const Tensor& got, double atol, double rtol) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/settings.h"
 #include "kernels/emu/thread_order.h"
 #include "tests/gradcheck.h"
 
@@ -27,14 +28,10 @@ inline constexpr DType all_dtypes[] = {DType::f32, DType::f64, DType::bf16, DTyp
 // "op [rows, cols]", a check's label.
 std::string shape_label(const std::string& op, int64_t rows, int64_t cols);
 
-// While it lives: a block size forced on every kernel (0: each kernel's own) and fresh buffers
-// NaN-poisoned (so an unwritten element shows); both undone at the end, even when a check throws.
-struct DeviceRunSettings {
-  explicit DeviceRunSettings(unsigned block);
-  ~DeviceRunSettings();
-  DeviceRunSettings(const DeviceRunSettings&) = delete;
-  DeviceRunSettings& operator=(const DeviceRunSettings&) = delete;
-};
+// The current settings with a block size forced on every kernel (0: each kernel's own) and fresh
+// buffers NaN-poisoned (so an unwritten element shows), for a ScopedEngineSettings around a run
+// on the device.
+EngineSettings device_run_settings(unsigned block);
 
 // |ref − got| ≤ atol + rtol·|ref| for every element (NaN never passes).
 void check_close(const std::string& what, const Tensor& reference, const Tensor& got, double atol, double rtol);

@@ -50,12 +50,6 @@ void check_path(const Tensor& qkv, int64_t heads, const std::string& path) {
   CHECK(recording.names() == std::vector<std::string>{path});
 }
 
-// Restores the default algorithm, even when a check throws.
-struct UseAttention {
-  explicit UseAttention(AttentionAlgorithm algorithm) { set_attention_algorithm(algorithm); }
-  ~UseAttention() { set_attention_algorithm(AttentionAlgorithm::fused); }
-};
-
 }  // namespace
 
 TEST_CASE("cuda parity: fused bf16 attention at T = 5, 17, 64, 130, 197 and head sizes 16 to 64") {
@@ -88,7 +82,7 @@ TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the r
 
 TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {
   {
-    const UseAttention unfused(AttentionAlgorithm::unfused);
+    const ScopedEngineSettings unfused(&EngineSettings::attention, AttentionAlgorithm::unfused);
     const Tensor qkv = random_qkv(2, 17, 3, 16, 30);
     check_path(qkv, 3, "attention_bf16_unfused");
     check_cuda_forward_parity("unfused bf16_attention", [](auto& x) { return attention(x[0], 3); }, {qkv},

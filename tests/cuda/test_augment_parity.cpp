@@ -117,7 +117,7 @@ void check_batch_parity(const std::string& name, const Batch& batch) {
                               (block ? std::to_string(block) : std::string("default")) + ")";
     Tensor views, normalised;
     {
-      const DeviceRunSettings settings(block);
+      const ScopedEngineSettings settings(device_run_settings(block));
       views = augment_images(batch.images, batch.views, batch.size, Device::cuda());
       normalised = augment_batch(batch.images, batch.views, batch.size, norm, Device::cuda());
     }

@@ -109,11 +109,13 @@ TEST_CASE("vit: frozen blocks in bf16 (matmul precision bf16) give the f32 model
   model.set_grad_from_block(2);
   const Tensor images = random_f32({3, 3, 32, 32}, 40, -2, 2);
   const Tensor reference = model.backbone.forward(images);
-  set_matmul_precision(MatmulPrecision::bf16);
-  const Tensor cpu_bf16 = model.backbone.forward(images);
-  model.to(Device::cuda());
-  const Tensor cuda_bf16 = model.backbone.forward(images.to(Device::cuda())).to(Device::cpu());
-  set_matmul_precision(MatmulPrecision::fp32);
+  Tensor cpu_bf16, cuda_bf16;
+  {
+    const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+    cpu_bf16 = model.backbone.forward(images);
+    model.to(Device::cuda());
+    cuda_bf16 = model.backbone.forward(images.to(Device::cuda())).to(Device::cpu());
+  }
   for (const Tensor* got : {&cpu_bf16, &cuda_bf16}) {
     const Tensor cosine = sum(l2_normalize(reference) * l2_normalize(*got), 1);
     for (float c : cosine.to_vector<float>()) CHECK(c > 0.999f);

@@ -153,16 +153,14 @@ TEST_CASE("cuda parity: linear 768 -> 2304 forward and backward" * doctest::test
 }
 
 TEST_CASE("cuda parity: TF32 linear with the fused bias stays within TF32's rounding") {
-  set_matmul_precision(MatmulPrecision::tf32);
+  const ScopedEngineSettings tf32(&EngineSettings::matmul_precision, MatmulPrecision::tf32);
   check_cuda_parity("linear tf32", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)},
                     2e-2, 2e-2);
-  set_matmul_precision(MatmulPrecision::fp32);
 }
 
 TEST_CASE("cuda parity: bf16 linear (operands rounded as autocast does) stays within bf16's rounding") {
-  set_matmul_precision(MatmulPrecision::bf16);
+  const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   check_cuda_parity("linear bf16", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)}, 5e-2, 5e-2);
-  set_matmul_precision(MatmulPrecision::fp32);
 }

@@ -96,20 +96,18 @@ TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
 }
 
 TEST_CASE("cuda parity: TF32 matmul stays within TF32's rounding") {
-  set_matmul_precision(MatmulPrecision::tf32);
+  const ScopedEngineSettings tf32(&EngineSettings::matmul_precision, MatmulPrecision::tf32);
   check_cuda_parity("matmul tf32", [](auto& x) { return matmul(x[0], x[1]); },
                     {leaf({3, 64}, 24), leaf({64, 5}, 25)}, 2e-2, 2e-2);
-  set_matmul_precision(MatmulPrecision::fp32);
 }
 
 TEST_CASE("cuda parity: bf16 matmul (autocast's rounding) stays within bf16's rounding of the fp32 result") {
   // 8-bit mantissa inputs: each product off by ≤ 2^-8 relative; K = 64 random-sign terms.
-  set_matmul_precision(MatmulPrecision::bf16);
+  const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   check_cuda_parity("matmul bf16", [](auto& x) { return matmul(x[0], x[1]); },
                     {leaf({3, 64}, 24), leaf({64, 5}, 25)}, 5e-2, 5e-2);
   check_cuda_parity("matmul bf16 batched", [](auto& x) { return matmul(x[0], x[1]); },
                     {leaf({2, 3, 5, 8}, 8), leaf({2, 3, 8, 3}, 9)}, 5e-2, 5e-2);
-  set_matmul_precision(MatmulPrecision::fp32);
 }
 
 TEST_CASE("matmul precision names") {

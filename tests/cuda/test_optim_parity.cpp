@@ -100,7 +100,7 @@ void check_optimizer_parity(const std::string& name, const OptimizerFactory& mak
     Model device = make_model(dtype, Device::cuda());
     std::unique_ptr<Optimizer> optimizer = make(groups_of(device));
     {
-      const DeviceRunSettings settings(block);
+      const ScopedEngineSettings settings(device_run_settings(block));
       run_steps(*optimizer, device, 0, steps);
     }
     check_same(label, cpu, device, cpu_optimizer->state(), optimizer->state(), dtype);

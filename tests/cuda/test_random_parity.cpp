@@ -50,7 +50,7 @@ void check_uniform_cases(const std::vector<UniformCase>& cases, const std::vecto
         RandomStream device_stream(7, stream, c.counter);
         Tensor got;
         {
-          const DeviceRunSettings settings(block);
+          const ScopedEngineSettings settings(device_run_settings(block));
           got = rand_uniform(c.shape, dtype, device_stream, c.low, c.high, Device::cuda());
         }
         check_same_values(label, expected, got);

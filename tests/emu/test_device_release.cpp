@@ -1,8 +1,9 @@
 // cuda::release_device() through the emulator, which counts what its runtime and libraries hold
 // (kernels/emu/live_objects.h): everything the engine makes on the GPU — the stream, pool
-// blocks, cuBLAS and cuBLASLt handles and descriptors, the cuBLASLt workspace, the cuDNN handle
-// and plans, timing events, the uploads' page-locked staging buffer and events — is released, and made afresh when used again. On a real GPU the
-// same is checked by compute-sanitizer's leak check (make test-gpu-sanitize).
+// blocks, cuBLAS and cuBLASLt handles and descriptors, the cuBLASLt workspace, timing events,
+// the uploads' page-locked staging buffer and events — is released, and made afresh when used
+// again. On a real GPU the same is checked by compute-sanitizer's leak check (make
+// test-gpu-sanitize).
 #include <doctest/doctest.h>
 
 #include <map>
@@ -13,7 +14,6 @@
 #include "engine/device.h"
 #include "engine/storage.h"
 #include "engine/tensor.h"
-#include "kernels/cuda/conv_cudnn.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/emu/live_objects.h"
@@ -28,9 +28,9 @@ std::string describe(const std::map<std::string, int64_t>& counts) {
   return os.str();
 }
 
-// One of each GPU object: a cuBLAS product, a cuBLASLt product with its bias fused, a cuDNN
-// patch convolution, a timing (two events) and an upload through the page-locked staging buffer
-// (one event), on tensors that are gone when it returns.
+// One of each GPU object: a cuBLAS product, a cuBLASLt product with its bias fused, a timing (two
+// events) and an upload through the page-locked staging buffer (one event), on tensors that are
+// gone when it returns.
 void use_every_kind_of_object() {
   const Device gpu = Device::cuda();
   const Tensor a = full({8, 16}, 0.5, DType::f32, gpu), b = full({16, 12}, 0.25, DType::f32, gpu),
@@ -41,11 +41,6 @@ void use_every_kind_of_object() {
   REQUIRE(cuda::gemm_bias(false, false, 8, 12, 16, a.ptr<float>(), 16, b.ptr<float>(), 12, bias.ptr<float>(),
                           c.ptr<float>(), cuda::GemmMode::fp32));  // fused: cuBLASLt ran
   CHECK(c.to(Device::cpu()).to_vector<float>()[0] == doctest::Approx(3.0));  // 16 · 0.5 · 0.25 + 1
-  const Tensor x = full({1, 3, 4, 4}, 1.0, DType::f32, gpu), w = full({2, 3, 2, 2}, 1.0, DType::f32, gpu);
-  Tensor y = full({1, 2, 2, 2}, 0.0, DType::f32, gpu);
-  REQUIRE(cuda::conv2d_patch_cudnn(x.ptr<float>(), w.ptr<float>(), y.ptr<float>(), PatchGrid{1, 3, 4, 4, 2}, 2,
-                                   cuda::GemmMode::fp32));
-  CHECK(y.to(Device::cpu()).to_vector<float>()[0] == doctest::Approx(12.0));
   cuda::time_on_device_ms([](void*) {}, nullptr, 2);
   CHECK(from_vector<float>({1, 2, 3}, {3}, gpu).to_vector<float>() == std::vector<float>{1, 2, 3});
 }
@@ -71,8 +66,6 @@ TEST_CASE("release_device: every stream, handle, plan, event and pool block the 
     CHECK(made["cublas handles"] == 1);
     CHECK(made["cublasLt handles"] == 1);
     CHECK(made["cublasLt descriptors"] >= 1);  // the cached plan's
-    CHECK(made["cudnn handles"] == 1);
-    CHECK(made["cudnn descriptors"] >= 2);   // the device and the cached plan's
     CHECK(made["pool blocks in use"] == 1);  // the cuBLASLt workspace
     CHECK(made["pool bytes kept"] > 0);      // the tensors' blocks, kept by the pool for reuse
     CHECK(made["events"] == 1);              // the upload's (a timing destroys its own)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ops.h"
+#include "engine/settings.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/emu/profile_ranges.h"
 #include "layers/linear.h"
@@ -111,7 +112,7 @@ TEST_CASE("bf16 copy: a ViT's frozen blocks round their weights on the first bf1
   model.set_grad_from_block(2);  // blocks 0 and 1 frozen: 4 products each, each with a bias
   model.to(Device::cuda());
   const Tensor images = random_tensor({2, 3, 32, 32}, 40, -2, 2, DType::f32).to(Device::cuda());
-  set_matmul_precision(MatmulPrecision::bf16);
+  const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   auto conversions_in_forward = [&] {
     const emu::RangeRecording recording;
     const Tensor features = model.backbone.forward(images);
@@ -120,6 +121,5 @@ TEST_CASE("bf16 copy: a ViT's frozen blocks round their weights on the first bf1
   };
   const auto first = conversions_in_forward();
   const auto second = conversions_in_forward();
-  set_matmul_precision(MatmulPrecision::fp32);
   CHECK(first - second == 2 * 4 * 2);  // weight and bias of the 8 frozen products
 }

@@ -185,5 +185,6 @@ TEST_CASE("--precision on the CPU: tf32 refused, bf16 where the processor multip
     CHECK_THROWS_WITH(select_matmul_precision("bf16", Device::cpu()), doctest::Contains("has no AVX512-BF16"));
   }
   CHECK(select_matmul_precision("auto", Device::cpu()) == MatmulPrecision::fp32);
-  CHECK(matmul_precision() == MatmulPrecision::fp32);
+  CHECK(select_matmul_precision("auto", Device::cuda()) == MatmulPrecision::bf16);
+  CHECK(engine_settings().matmul_precision == MatmulPrecision::fp32);  // selecting sets nothing
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/settings.h"
 #include "engine/tensor.h"
 
 using namespace mcdl;
@@ -22,9 +23,11 @@ TEST_CASE("storage: freed host blocks are reused, counted apart from live bytes,
   CHECK(storage_cached_bytes(Device::cpu()) == 0);
   b = Tensor();
 
-  set_poison_new_storage(true);
-  Tensor c = empty({1000}, DType::f32);
-  set_poison_new_storage(false);
+  Tensor c;
+  {
+    const ScopedEngineSettings poison(&EngineSettings::poison_new_storage, true);
+    c = empty({1000}, DType::f32);
+  }
   CHECK(c.raw_data() == first_address);
   CHECK(std::isnan(c.data<float>()[0]));  // the old 3.0s are not visible through a reused block
   c = Tensor();

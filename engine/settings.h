@@ -1,0 +1,69 @@
+// The engine's process-wide switches in one value: how f32 products and the bf16 attention run,
+// and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
+//
+// Threads: there is one current value per process, read through engine_settings() by any thread
+// (OpenMP workers run the ops, data-loader threads allocate storage). It changes only through
+// ScopedEngineSettings on the main thread, between operations: a guard sets its value and puts
+// back the one it found, so guards nest like the scopes that hold them, and what a run or a test
+// case sets ends with it. The value is one lock-free atomic, so another thread reads the old or
+// the new settings whole.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+namespace mcdl {
+
+// How f32 matrix products run on a CUDA device: full fp32 (the default, as PyTorch ≥ 1.12),
+// TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation), or bf16 tensor cores (inputs
+// rounded to bf16 as PyTorch's autocast does; fp32 accumulation and output). On the CPU, bf16
+// products run through oneDNN (Debian's OpenBLAS has no bf16 GEMM), and tf32 runs as fp32.
+enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
+
+// How bf16_attention runs on a CUDA device: fused (the default: one tensor-core kernel, no
+// [B·H, T, T] scores in memory; head sizes 16 to 64 in steps of 16, other sizes take the
+// unfused path), or unfused (two batched cuBLAS products with a softmax kernel between them,
+// the scores rounded to bf16 in a scratch of B·H·T·T). `make bench-gpu` times both.
+enum class AttentionAlgorithm : uint8_t { fused, unfused };
+
+// One-byte enums: the whole struct fits 8 bytes, a lock-free atomic.
+struct EngineSettings {
+  MatmulPrecision matmul_precision = MatmulPrecision::fp32;
+  AttentionAlgorithm attention = AttentionAlgorithm::fused;
+  // Every new storage filled with NaN bytes (0xFF) before use, so that a kernel that leaves part
+  // of a fresh buffer unwritten shows in the tests.
+  bool poison_new_storage = false;
+  // 0, or a multiple of 32 up to 1024 that every CUDA launcher uses instead of its preferred
+  // block size (the parity tests run each kernel at a second size). The launchers sit below the
+  // engine, so a guard hands it to them (cuda::set_block_size_override).
+  unsigned block_size_override = 0;
+};
+
+EngineSettings engine_settings();
+
+// While it lives, its settings are the current ones; then those it replaced are again.
+class ScopedEngineSettings {
+ public:
+  // Throws std::invalid_argument for a block size override that is not 0 or a multiple of 32 up
+  // to 1024.
+  explicit ScopedEngineSettings(const EngineSettings& settings);
+  // The current settings with one field changed:
+  //   const ScopedEngineSettings tf32(&EngineSettings::matmul_precision, MatmulPrecision::tf32);
+  template <class Field>
+  ScopedEngineSettings(Field EngineSettings::*field, std::type_identity_t<Field> value)
+      : ScopedEngineSettings(with(field, value)) {}
+  ~ScopedEngineSettings();
+  ScopedEngineSettings(const ScopedEngineSettings&) = delete;
+  ScopedEngineSettings& operator=(const ScopedEngineSettings&) = delete;
+
+ private:
+  template <class Field>
+  static EngineSettings with(Field EngineSettings::*field, Field value) {
+    EngineSettings settings = engine_settings();
+    settings.*field = value;
+    return settings;
+  }
+
+  EngineSettings previous_;
+};
+
+}  // namespace mcdl

@@ -1,0 +1,40 @@
+// ScopedEngineSettings: what a guard sets lasts as long as the guard, nested guards unwind in
+// order, and a refused value changes nothing.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "engine/settings.h"
+#include "kernels/cuda/launch_config.h"
+
+using namespace mcdl;
+
+TEST_CASE("engine settings: guards set, nest and restore") {
+  const EngineSettings defaults = engine_settings();
+  CHECK(defaults.matmul_precision == MatmulPrecision::fp32);
+  CHECK(defaults.attention == AttentionAlgorithm::fused);
+  CHECK_FALSE(defaults.poison_new_storage);
+  CHECK(defaults.block_size_override == 0);
+  {
+    const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+    {
+      const ScopedEngineSettings block(&EngineSettings::block_size_override, 64);
+      CHECK(engine_settings().matmul_precision == MatmulPrecision::bf16);  // kept by the inner guard
+      CHECK(engine_settings().block_size_override == 64);
+      CHECK(cuda::block_size(256) == 64);  // handed to the launchers
+    }
+    CHECK(engine_settings().block_size_override == 0);
+    CHECK(cuda::block_size(256) == 256);
+    CHECK(engine_settings().matmul_precision == MatmulPrecision::bf16);
+  }
+  CHECK(engine_settings().matmul_precision == MatmulPrecision::fp32);
+}
+
+TEST_CASE("engine settings: a block size that is not a multiple of 32 up to 1024 is refused") {
+  for (unsigned block : {48u, 2048u}) {
+    CAPTURE(block);
+    CHECK_THROWS_AS(ScopedEngineSettings(&EngineSettings::block_size_override, block), std::invalid_argument);
+    CHECK(engine_settings().block_size_override == 0);
+    CHECK(cuda::block_size(256) == 256);
+  }
+}
