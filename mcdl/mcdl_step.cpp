@@ -193,9 +193,11 @@ std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
   row.push_back({"low", static_cast<double>(report.counts.low)});
   row.push_back({"high_pseudo_acc", report.high_accuracy});
   row.push_back({"medium_pseudo_acc", report.medium_accuracy});
-  return "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
-         std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
-         percent(report.medium_accuracy);
+  const std::string counts = "  H/M/L " + std::to_string(report.counts.high) + "/" +
+                             std::to_string(report.counts.medium) + "/" + std::to_string(report.counts.low);
+  // No known label in either bucket (a run without the unlabelled images' labels): nothing to score.
+  if (std::isnan(report.high_accuracy) && std::isnan(report.medium_accuracy)) return counts;
+  return counts + "  pseudo acc H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
 }
 
 }  // namespace mcdl

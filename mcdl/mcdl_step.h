@@ -77,7 +77,8 @@ struct BucketReport {
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
                            const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);
 // Appends its columns high, medium, low, high_pseudo_acc and medium_pseudo_acc to a metrics row;
-// returns the summary line's part ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5").
+// returns the summary line's part ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5"; without the
+// pseudo-label accuracies where neither bucket holds an image of known label).
 std::string append_bucket_columns(MetricsRow& row, const BucketReport& report);
 
 }  // namespace mcdl

@@ -107,6 +107,7 @@ int run(int argc, char** argv) {
                   100 * acc.new_classes);
     line += part;
   }
+  if (line == "final") line += "  no labels for the evaluated images: nothing to score";
   std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
   // The pictures of the run: curves.svg and report.html (config.out is the run directory, resumed too).
   std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());

@@ -1,6 +1,7 @@
 // What a new user of ./mcdl_train reads, end to end on copies of the coloured squares dataset:
-// the advice "pass --skip-bad-images" works as written (a true/false option alone is true), and
-// the first line then counts the images that remain.
+// the advice "pass --skip-bad-images" works as written (a true/false option alone is true), the
+// first line then counts the images that remain, and a run without labels for its unlabelled
+// images says there is nothing to score instead of printing "nan".
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -74,5 +75,27 @@ TEST_CASE("mcdl_train: four unreadable images, --skip-bad-images as advised, and
             .status == 0);
   CHECK(run_train(scratch, "folder --data-root " + data.string() + kSmall + " --skip-bad-images false" + run + "-false")
             .status == 1);
+  fs::remove_all(scratch);
+}
+
+TEST_CASE("mcdl_train: without labels for the unlabelled images, 'nothing to score', not nan") {
+  REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
+  const fs::path scratch = fs::temp_directory_path() / ("mcdl-console-no-labels-" + std::to_string(::getpid()));
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  const fs::path data = dataset_copy(scratch, "no-labels");
+  fs::remove(data / "unlabelled_labels.csv");
+  const fs::path run = scratch / "run";
+  const Outcome outcome = run_train(scratch, "folder --data-root " + data.string() + kSmall + " --out " + run.string());
+  INFO("stdout: ", outcome.out, "\nstderr: ", outcome.err);
+  REQUIRE(outcome.status == 0);
+  CHECK(outcome.out.find("epoch 1/1") != std::string::npos);
+  CHECK(outcome.out.find("  no labels for the unlabelled images: nothing to score") != std::string::npos);
+  CHECK(outcome.out.find("final  no labels for the evaluated images: nothing to score") != std::string::npos);
+  CHECK(outcome.out.find("nan") == std::string::npos);
+  CHECK(outcome.out.find("H/M/L ") != std::string::npos);  // the buckets are still counted
+  // metrics.csv keeps its columns (NaN where nothing is scored).
+  const std::string metrics = testing::read_text(run / "metrics.csv");
+  CHECK(metrics.find(",all,old,new,") != std::string::npos);
   fs::remove_all(scratch);
 }
