@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "data/gcd_split.h"
+#include "data/label_names.h"
 #include "engine/error.h"
 #include "io/csv_field.h"
 #include "layers/backbone_file.h"
@@ -66,6 +67,7 @@ void begin_run(const TrainConfig& config, const TrainingData& data, const RunDir
                data.labelled.size(), data.unlabelled.size(),
                data.evaluates_test() ? ("; " + std::to_string(data.test.size()) + " test images").c_str() : "");
   run.write_text("config.json", config_to_json(config));
+  run.write_text("labels.csv", labels_csv(data.dataset));  // the class names of mcdl_report's pictures
   if (resume) return;
   write_split_csv(run.file("split.csv"), data.dataset, data.split);
   write_known_classes(run, data.dataset);
