@@ -109,7 +109,8 @@ int run(int argc, char** argv) {
   }
   if (line == "final") line += "  no labels for the evaluated images: nothing to score";
   std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
-  // The pictures of the run: curves.svg and report.html (config.out is the run directory, resumed too).
+  // The pictures of the run: curves.svg, confusion.svg, embedding.svg and report.html (config.out is
+  // the run directory, resumed too).
   std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
   return 0;
 }

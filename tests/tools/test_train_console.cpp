@@ -94,8 +94,10 @@ TEST_CASE("mcdl_train: without labels for the unlabelled images, 'nothing to sco
   CHECK(outcome.out.find("final  no labels for the evaluated images: nothing to score") != std::string::npos);
   CHECK(outcome.out.find("nan") == std::string::npos);
   CHECK(outcome.out.find("H/M/L ") != std::string::npos);  // the buckets are still counted
-  // metrics.csv keeps its columns (NaN where nothing is scored).
+  // metrics.csv keeps its columns (NaN where nothing is scored); the page says why.
   const std::string metrics = testing::read_text(run / "metrics.csv");
   CHECK(metrics.find(",all,old,new,") != std::string::npos);
+  const std::string page = testing::read_text(run / "report.html");
+  CHECK(page.find("no labels for the unlabelled images: nothing to score") != std::string::npos);
   fs::remove_all(scratch);
 }
