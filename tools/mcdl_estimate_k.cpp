@@ -12,6 +12,7 @@
 #include "mcdl/run/train_config.h"
 #include "mcdl/run/training_data.h"
 #include "tools/common/cli.h"
+#include "tools/common/config_arguments.h"
 
 namespace {
 
@@ -39,10 +40,7 @@ int run(int argc, char** argv) {
   config.dataset = argv[1];
   int64_t k_min = 1, k_max = 1000, restarts = 10;
   for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    mcdl::check(arg.rfind("--", 0) == 0 && i + 1 < argc, "expected --option value pairs, got '", arg,
-                "' (see --help)");
-    const std::string name = arg.substr(2), value = argv[++i];
+    const auto [name, value] = mcdl::tools::read_option_argument(mcdl::config_options(config), argc, argv, i);
     if (name == "k-min") k_min = std::stoll(value);
     else if (name == "k-max") k_max = std::stoll(value);
     else if (name == "restarts") restarts = std::stoll(value);

@@ -7,6 +7,7 @@
 #include "engine/error.h"
 #include "tools/common/cli.h"
 #include "mcdl/harness/pretrain.h"
+#include "tools/common/config_arguments.h"
 
 namespace {
 
@@ -36,10 +37,13 @@ int run(int argc, char** argv) {
       print_help();
       return 0;
     }
-    mcdl::check(name.rfind("-", 0) == 0, "unexpected argument '", name, "' (see --help)");
-    name = name == "-o" ? "out" : name.substr(2);
-    mcdl::check(i + 1 < argc, "option ", argv[i], " needs a value (see --help)");
-    mcdl::set_option(options, name, argv[++i]);
+    if (name == "-o") {
+      mcdl::check(i + 1 < argc, "option -o needs a value (see --help)");
+      mcdl::set_option(options, "out", argv[++i]);
+      continue;
+    }
+    const auto [option, value] = mcdl::tools::read_option_argument(options, argc, argv, i);
+    mcdl::set_option(options, option, value);
   }
   mcdl::tools::stop_runs_on_interrupt();
   if (mcdl::run_pretraining(config).interrupted) {

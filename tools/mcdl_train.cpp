@@ -10,6 +10,7 @@
 #include "data/datasets.h"
 #include "engine/error.h"
 #include "tools/common/cli.h"
+#include "tools/common/config_arguments.h"
 #include "tools/common/run_report.h"
 #include "mcdl/run/train_config.h"
 #include "mcdl/harness/run.h"
@@ -68,20 +69,11 @@ int run(int argc, char** argv) {
     first = 2;
   }
   for (int i = first; i < argc; ++i) {
-    std::string arg = argv[i];
-    mcdl::check(arg.rfind("--", 0) == 0, "unexpected argument '", arg, "' (options start with --; see --help)");
-    std::string name = arg.substr(2), value;
-    const size_t eq = name.find('=');
-    if (eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (name == "help") {
+    if (std::strcmp(argv[i], "--help") == 0) {
       print_help();
       return 0;
-    } else {
-      mcdl::check(i + 1 < argc, "option --", name, " needs a value (see --help)");
-      value = argv[++i];
     }
+    const auto [name, value] = mcdl::tools::read_option_argument(mcdl::config_options(config), argc, argv, i);
     if (name == "resume") {
       continue;  // read above
     } else if (name == "config") {
@@ -115,8 +107,10 @@ int run(int argc, char** argv) {
                   100 * acc.new_classes);
     line += part;
   }
+  if (line == "final") line += "  no labels for the evaluated images: nothing to score";
   std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
-  // The pictures of the run: curves.svg and report.html (config.out is the run directory, resumed too).
+  // The pictures of the run: curves.svg, confusion.svg, embedding.svg and report.html (config.out is
+  // the run directory, resumed too).
   std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
   return 0;
 }

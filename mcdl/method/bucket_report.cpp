@@ -131,9 +131,11 @@ std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
   row.push_back({"high_clusters", static_cast<double>(report.high_clusters)});
   row.push_back({"high_top_share", report.high_top_share});
   row.push_back({"high_old_share", report.high_old_share});
-  return "  H/M/L " + std::to_string(report.counts.high) + "/" + std::to_string(report.counts.medium) + "/" +
-         std::to_string(report.counts.low) + "  pseudo acc H " + percent(report.high_accuracy) + " M " +
-         percent(report.medium_accuracy);
+  const std::string counts = "  H/M/L " + std::to_string(report.counts.high) + "/" +
+                             std::to_string(report.counts.medium) + "/" + std::to_string(report.counts.low);
+  // No known label in either bucket (a run without the unlabelled images' labels): nothing to score.
+  if (std::isnan(report.high_accuracy) && std::isnan(report.medium_accuracy)) return counts;
+  return counts + "  pseudo acc H " + percent(report.high_accuracy) + " M " + percent(report.medium_accuracy);
 }
 
 }  // namespace mcdl

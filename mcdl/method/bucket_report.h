@@ -36,7 +36,8 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
 // The columns of a report over the unlabelled images (high, medium, low, high_pseudo_acc,
 // medium_pseudo_acc, high_conf_acc, medium_conf_acc, high_clusters, high_top_share,
 // high_old_share), appended to a metrics row; returns the summary line's part
-// ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5").
+// ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5", without the accuracies where no sample of
+// either bucket has a known label).
 std::vector<std::string> bucket_columns();
 std::string append_bucket_columns(MetricsRow& row, const BucketReport& report);
 

@@ -51,7 +51,9 @@ ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool 
   return acc;
 }
 
-std::string accuracy_summary(const ClusterAccuracy& acc) {
+std::string accuracy_summary(const ClusterAccuracy& acc, const std::string& images) {
+  if (std::isnan(acc.all) && std::isnan(acc.old_classes) && std::isnan(acc.new_classes))
+    return "no labels for " + images + ": nothing to score";
   return "All " + percent(acc.all) + " Old " + percent(acc.old_classes) + " New " + percent(acc.new_classes);
 }
 
@@ -72,7 +74,8 @@ std::string append_test_accuracy(MetricsRow& row, const TrainingData& data, cons
   if (final_run != nullptr)
     final_run->write_text("test_predictions.csv",
                           predictions_csv(data.test, predictions, truth, data.num_old_classes()));
-  return "  test " + accuracy_summary(accuracy);
+  return std::isnan(accuracy.all) ? "  " + accuracy_summary(accuracy, "the test images")
+                                   : "  test " + accuracy_summary(accuracy);
 }
 
 }  // namespace mcdl

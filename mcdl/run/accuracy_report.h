@@ -28,8 +28,9 @@ std::vector<std::string> accuracy_columns(bool balanced_too, const std::string& 
 // Appends those columns to the metrics row; returns the v2 accuracy.
 ClusterAccuracy append_accuracy(MetricsRow& row, const KnownLabels& known, bool balanced_too,
                                 const std::string& prefix = "");
-// "All 61.9 Old 70.1 New 57.8" (percentages) for the summary lines.
-std::string accuracy_summary(const ClusterAccuracy& acc);
+// "All 61.9 Old 70.1 New 57.8" (percentages) for the summary lines; where no image had a known
+// label (all three NaN), "no labels for <images>: nothing to score".
+std::string accuracy_summary(const ClusterAccuracy& acc, const std::string& images = "the unlabelled images");
 // "id,prediction,label,old" rows (old/new/unknown by the label).
 std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<int64_t>& predictions,
                             const std::vector<int64_t>& truth, int64_t num_old_classes);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "data/gcd_split.h"
+#include "data/label_names.h"
 #include "engine/error.h"
 #include "io/csv_field.h"
 #include "layers/backbone_file.h"
@@ -57,12 +58,16 @@ void write_known_classes(const RunDirectory& run, const Dataset& dataset) {
 }  // namespace
 
 void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume) {
-  std::fprintf(stderr, "%s: %lld training images, %lld classes (%lld old): %zu labelled, %zu unlabelled%s\n",
-               config.dataset.c_str(), static_cast<long long>(data.dataset.size()),
+  // The images the run reads: --skip-bad-images has dropped the unreadable ones from both sets.
+  const size_t skipped = data.cache->bad_images().size();
+  std::fprintf(stderr, "%s: %zu training images%s, %lld classes (%lld old): %zu labelled, %zu unlabelled%s\n",
+               config.dataset.c_str(), data.labelled.size() + data.unlabelled.size(),
+               skipped ? (" (" + std::to_string(skipped) + " unreadable skipped)").c_str() : "",
                static_cast<long long>(data.num_classes()), static_cast<long long>(data.num_old_classes()),
                data.labelled.size(), data.unlabelled.size(),
                data.evaluates_test() ? ("; " + std::to_string(data.test.size()) + " test images").c_str() : "");
   run.write_text("config.json", config_to_json(config));
+  run.write_text("labels.csv", labels_csv(data.dataset));  // the class names of mcdl_report's pictures
   if (resume) return;
   write_split_csv(run.file("split.csv"), data.dataset, data.split);
   write_known_classes(run, data.dataset);

@@ -29,8 +29,9 @@ BackboneSource backbone_source(const TrainConfig& config);
 int64_t first_trained_block(const TrainConfig& config, int64_t depth);
 
 // The start of a run: "cub: 5994 training images, 200 classes (100 old): 1498 labelled, 4496
-// unlabelled" on stderr, config.json (on resume: with the overrides given) and, for a new run,
-// split.csv.
+// unlabelled" on stderr (the images the run reads: those --skip-bad-images dropped are counted
+// apart), config.json (on resume: with the overrides given), labels.csv (what each label means:
+// data/label_names.h) and, for a new run, split.csv.
 void begin_run(const TrainConfig& config, const TrainingData& data, const RunDirectory& run, bool resume);
 // Loader threads: --workers, or automatic (none on the CPU backend, whose model uses every
 // core; all cores but one with a GPU).

@@ -81,6 +81,9 @@ std::string line_charts_svg(const std::vector<double>& x, const std::vector<Pane
     }
     svg += "<text x=\"" + number(kLeft + plot_w / 2) + "\" y=\"" + number(top + plot_h + 30) +
            "\" text-anchor=\"middle\">epoch</text>\n";
+    if (!panel.y_label.empty())
+      svg += "<text transform=\"translate(14," + number(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+             markup_escape(panel.y_label) + "</text>\n";
     for (size_t s = 0; s < panel.series.size(); ++s) {
       const Series& series = panel.series[s];
       const char* colour = kColours[s % (sizeof kColours / sizeof kColours[0])];
@@ -115,6 +118,8 @@ std::string line_charts_svg(const std::vector<double>& x, const std::vector<Pane
   }
   return svg + "</svg>\n";
 }
+
+std::string svg_number(double v) { return number(v); }
 
 std::string markup_escape(const std::string& text) {
   std::string out;
