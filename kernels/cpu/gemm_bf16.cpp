@@ -53,12 +53,30 @@ void run_matmul(const memory::desc& src, const void* a, const memory::desc& weig
     dnnl::matmul(pd).execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
+    const std::string why = bf16_products_available()
+                                ? ""
+                                : ": this processor has no AVX-512, which oneDNN's bf16 products need; compute in fp32 "
+                                  "(--precision fp32) here";
     throw std::runtime_error(std::string("bf16 product through oneDNN failed: ") + e.what() + " (status " +
-                             std::to_string(static_cast<int>(e.status)) + ")");
+                             std::to_string(static_cast<int>(e.status)) + ")" + why);
   }
 }
 
 }  // namespace
+
+bool bf16_products_available() {
+  static const bool available = [] {
+    const memory::desc one(Dims{1, 1, 1}, memory::data_type::bf16, Dims{1, 1, 1});
+    const memory::desc out(Dims{1, 1, 1}, memory::data_type::f32, Dims{1, 1, 1});
+    try {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(one, one, out), cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
 
 bool bf16_products_native() {
   static const bool native = [] {

@@ -13,6 +13,9 @@ namespace mcdl::cpu {
 // Whether bf16 products run natively here (oneDNN's effective ISA has AVX512-BF16; the variable
 // ONEDNN_MAX_CPU_ISA can lower it).
 bool bf16_products_native();
+// Whether oneDNN runs bf16 products here at all (Debian's oneDNN has bf16 matmul kernels for
+// AVX-512 processors only: seen failing on an AVX2-only AMD EPYC). Probed once.
+bool bf16_products_available();
 
 // How many products so far ran on oneDNN's reference kernel (a layout its fast kernels do not
 // take: orders of magnitude slower). The layouts this project passes avoid it; the tests check.

@@ -12,6 +12,7 @@
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/emu/profile_ranges.h"
 #include "kernels/emu/runtime_api.h"
+#include "tests/bf16_support.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -53,6 +54,7 @@ void check_path(const Tensor& qkv, int64_t heads, const std::string& path) {
 }  // namespace
 
 TEST_CASE("cuda parity: fused bf16 attention at T = 5, 17, 64, 130, 197 and head sizes 16 to 64") {
+  if (!testing::cpu_runs_bf16_products()) return;
   struct Case {
     int64_t batch, tokens, heads, head_dim;
   };
@@ -69,6 +71,7 @@ TEST_CASE("cuda parity: fused bf16 attention at T = 5, 17, 64, 130, 197 and head
 }
 
 TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the running max") {
+  if (!testing::cpu_runs_bf16_products()) return;
   // Tokens scaled from 0.5 up to 3: later keys give larger scores, so every step of 64 keys
   // rescales what the earlier ones accumulated.
   const int64_t tokens = 197;
@@ -81,6 +84,7 @@ TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the r
 }
 
 TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {
+  if (!testing::cpu_runs_bf16_products()) return;
   {
     const ScopedEngineSettings unfused(&EngineSettings::attention, AttentionAlgorithm::unfused);
     const Tensor qkv = random_qkv(2, 17, 3, 16, 30);

@@ -9,6 +9,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "layers/simgcd_model.h"
+#include "tests/bf16_support.h"
 #include "tests/cuda/parity.h"
 #include "tests/layers/vit_test_util.h"
 
@@ -30,6 +31,7 @@ constexpr double device_tolerance = 1.6e-2;
 }  // namespace
 
 TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the residual)") {
+  if (!testing::cpu_runs_bf16_products()) return;
   check_cuda_forward_parity(
       "bf16_layer_norm",
       [](auto& x) { return as_f32(bf16_layer_norm(as_bf16(x[0]), x[1], x[2], 1e-6)); },
@@ -64,6 +66,7 @@ TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the r
 }
 
 TEST_CASE("bf16 inference ops stay within bf16's rounding of their f32 ops") {
+  if (!testing::cpu_runs_bf16_products()) return;
   const Tensor x = random_f32({6, 17, 48}, 20, -2, 2), weight = random_f32({96, 48}, 21, -0.3, 0.3);
   const Tensor bias = random_f32({96}, 22), gamma = random_f32({48}, 23), beta = random_f32({48}, 24);
   const Tensor residual = random_f32({6, 17, 96}, 25);
@@ -104,6 +107,7 @@ TEST_CASE("bf16 inference ops refuse what they cannot do") {
 }
 
 TEST_CASE("vit: frozen blocks in bf16 (matmul precision bf16) give the f32 model's CLS features") {
+  if (!testing::cpu_runs_bf16_products()) return;
   SimGCDModel model(small_simgcd_config());
   model.initialize(7);
   model.set_grad_from_block(2);

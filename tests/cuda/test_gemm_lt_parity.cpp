@@ -10,6 +10,7 @@
 #include "engine/ops.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/gemm.h"
+#include "tests/bf16_support.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -160,6 +161,7 @@ TEST_CASE("cuda parity: TF32 linear with the fused bias stays within TF32's roun
 }
 
 TEST_CASE("cuda parity: bf16 linear (operands rounded as autocast does) stays within bf16's rounding") {
+  if (!testing::cpu_runs_bf16_products()) return;
   const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   check_cuda_parity("linear bf16", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 60), leaf({3, 64}, 61), leaf({3}, 62)}, 5e-2, 5e-2);

@@ -9,6 +9,7 @@
 #include "engine/ops.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/gemm.h"
+#include "tests/bf16_support.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -102,6 +103,7 @@ TEST_CASE("cuda parity: TF32 matmul stays within TF32's rounding") {
 }
 
 TEST_CASE("cuda parity: bf16 matmul (autocast's rounding) stays within bf16's rounding of the fp32 result") {
+  if (!testing::cpu_runs_bf16_products()) return;
   // 8-bit mantissa inputs: each product off by ≤ 2^-8 relative; K = 64 random-sign terms.
   const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   check_cuda_parity("matmul bf16", [](auto& x) { return matmul(x[0], x[1]); },

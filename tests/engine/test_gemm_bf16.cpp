@@ -12,6 +12,7 @@
 #include "engine/ops/linalg.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "tests/bf16_support.h"
 
 using namespace mcdl;
 
@@ -71,6 +72,7 @@ void check_gemm(const Layout& l, float alpha, float beta, int64_t k) {
 }  // namespace
 
 TEST_CASE("cpu bf16 gemm: transposes, padded leading dimensions, batches, alpha and beta") {
+  if (!testing::cpu_runs_bf16_products()) return;
   for (bool trans_a : {false, true})
     for (bool trans_b : {false, true})
       for (Layout l : {Layout{trans_a, trans_b, 1, 1}, Layout{trans_a, trans_b, 1, 0}, Layout{trans_a, trans_b, 0, 1}}) {
@@ -88,6 +90,7 @@ TEST_CASE("cpu bf16 gemm: transposes, padded leading dimensions, batches, alpha 
 }
 
 TEST_CASE("cpu bf16 gemm: f32 operands are rounded to bf16 once, ties to even") {
+  if (!testing::cpu_runs_bf16_products()) return;
   // 1 + 2^-8 lies halfway between two bf16 values and rounds to 1; 1 + 3·2^-8 rounds up to 1 + 2^-6.
   const std::vector<float> a = {1.0f + 0x1p-8f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f}, b = {1.0f, 1.0f, 1.0f};
   std::vector<float> c(1);
@@ -98,6 +101,7 @@ TEST_CASE("cpu bf16 gemm: f32 operands are rounded to bf16 once, ties to even") 
 }
 
 TEST_CASE("cpu bf16 linear: bias and residual summed in fp32, rounded once") {
+  if (!testing::cpu_runs_bf16_products()) return;
   const int64_t rows = 37, in = 48, out = 24;
   const std::vector<float> x = bf16_valued(rows * in, 4), w = bf16_valued(out * in, 5), bias = bf16_valued(out, 6),
                            residual = bf16_valued(rows * out, 7);
@@ -131,6 +135,7 @@ TEST_CASE("cpu bf16 linear: bias and residual summed in fp32, rounded once") {
 }
 
 TEST_CASE("cpu bf16 linear with GELU: the exact GELU of the fp32 sum, rounded once, on the fast kernel") {
+  if (!testing::cpu_runs_bf16_products()) return;
   // ViT-B/16's fc1 shape at a few rows (768 → 3072), inputs spread so that the sums cover GELU's
   // curved range.
   const int64_t rows = 19, in = 768, out = 3072;
@@ -164,6 +169,7 @@ TEST_CASE("cpu bf16 linear with GELU: the exact GELU of the fp32 sum, rounded on
 }
 
 TEST_CASE("cpu bf16 gemm: the result does not depend on the thread count") {
+  if (!testing::cpu_runs_bf16_products()) return;
   // ViT-B/16's fc2 at a few rows: oneDNN must not split the 3072-long sums by thread.
   const int64_t m = 64, n = 768, k = 3072;
   const std::vector<bf16> a = as_bf16(bf16_valued(m * k, 8)), b = as_bf16(bf16_valued(n * k, 9));
@@ -187,4 +193,13 @@ TEST_CASE("--precision on the CPU: tf32 refused, bf16 where the processor multip
   CHECK(select_matmul_precision("auto", Device::cpu()) == MatmulPrecision::fp32);
   CHECK(select_matmul_precision("auto", Device::cuda()) == MatmulPrecision::bf16);
   CHECK(engine_settings().matmul_precision == MatmulPrecision::fp32);  // selecting sets nothing
+}
+
+TEST_CASE("cpu bf16 gemm: a processor without oneDNN's bf16 kernels gets a message that says what to do") {
+  CHECK((!cpu::bf16_products_native() || cpu::bf16_products_available()));  // native implies available
+  if (cpu::bf16_products_available()) return;
+  const std::vector<bf16> a(4, bf16(1.0f)), b(4, bf16(1.0f));
+  std::vector<float> c(4);
+  CHECK_THROWS_WITH(cpu::gemm_bf16(false, false, 2, 2, 2, 1.0f, a.data(), 2, 0, b.data(), 2, 0, 0.0f, c.data(), 2, 0, 1),
+                    doctest::Contains("no AVX-512") && doctest::Contains("--precision fp32"));
 }
