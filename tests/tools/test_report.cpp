@@ -122,6 +122,24 @@ TEST_CASE("mcdl_report: the pictures and the page of a run directory, for people
   CHECK(count(svg, "<polyline") == 3 + 3 + 3 + 0);  // accuracy, losses, buckets; one pseudo-accuracy value
   for (const char* text : {"Pseudo-label accuracy", ">accuracy (%)<", ">loss<", ">images<", ">All<", ">Old<", ">New<"})
     CHECK(contains(svg, text));
+  // The premise's panels: the buckets against selection by confidence, the high bucket's make-up,
+  // the views on the labelled rows (one value each: no line, a panel all the same).
+  std::ofstream(run / "metrics.csv") << "epoch,lr,loss,all,old,new,high,medium,low,high_pseudo_acc,medium_pseudo_acc,"
+                                        "high_conf_acc,medium_conf_acc,high_clusters,high_top_share,high_old_share,"
+                                        "labelled_weak_acc,labelled_strong_acc,val_high_precision,"
+                                        "val_high_conf_precision,seconds\n"
+                                        "0,0.1,5.0,0.4,0.5,0.35,10,5,85,0.6,0.4,0.5,0.3,3,0.5,0.7,0.9,0.6,0.8,0.7,1.5\n"
+                                        "1,0.05,4.0,0.5,0.6,0.45,20,5,75,0.7,0.5,0.6,0.35,4,0.4,0.6,0.95,0.7,0.85,0.75,1.4\n";
+  tools::write_run_report(run.string());
+  const std::string premise = testing::read_text(run / "curves.svg");
+  for (const char* text : {"against as many samples chosen by confidence", "pseudo acc., as many by confidence as high",
+                           "The same on the validation images", "Make-up of the high bucket",
+                           "known classes' share", "labelled rows, strong view"})
+    CHECK(contains(premise, text));
+  CHECK(contains(testing::read_text(run / "report.html"), "<td>95.0%</td>"));  // labelled_weak_acc as a percentage
+  std::ofstream(run / "metrics.csv") << "epoch,lr,loss,cls,l_sup,all,old,new,high,medium,low,high_pseudo_acc,seconds\n"
+                                        "0,0.1,5.1234567,2.0,0,0.40123457,0.5,0.35,0,0,100,nan,1.5\n"
+                                        "1,0.05,4.2345678,1.1,0.3,0.55123457,0.6,0.52345678,20,5,75,0.8,1.4\n";
   CHECK(contains(html, "<title>SimGCD + MCDL on Fashion-MNIST"));
   CHECK(contains(html, "<h1>SimGCD + MCDL on Fashion-MNIST</h1>"));
   CHECK(contains(html, "<svg"));

@@ -49,7 +49,9 @@ std::string dataset_title(const std::string& dataset) {
 }
 
 bool is_fraction_column(const std::string& column) {
-  if (ends_with(column, "_pseudo_acc") || ends_with(column, "_precision")) return true;
+  if (ends_with(column, "_pseudo_acc") || ends_with(column, "_precision") || ends_with(column, "_conf_acc") ||
+      ends_with(column, "_share") || starts_with(column, "labelled_"))
+    return true;
   for (const char* prefix : {"", "test_", "val_"})
     if (starts_with(column, prefix) && !accuracy_part(column.substr(std::string(prefix).size())).empty()) return true;
   return false;
@@ -73,6 +75,15 @@ std::string column_label(const std::string& column) {
       {"val_medium", "validation images in the medium bucket"},
       {"val_high_precision", "val. precision, high"},
       {"val_medium_precision", "val. precision, medium"},
+      {"high_conf_acc", "pseudo acc., as many by confidence as high"},
+      {"medium_conf_acc", "pseudo acc., as many by confidence as medium"},
+      {"val_high_conf_precision", "val. precision, as many by confidence as high"},
+      {"val_medium_conf_precision", "val. precision, as many by confidence as medium"},
+      {"high_clusters", "clusters in the high bucket"},
+      {"high_top_share", "largest cluster's share of the high bucket"},
+      {"high_old_share", "known classes' share of the high bucket"},
+      {"labelled_weak_acc", "labelled rows, weak view"},
+      {"labelled_strong_acc", "labelled rows, strong view"},
       {"iterations", "iterations so far"},
       {"train_seconds", "training time"},
       {"eval_seconds", "evaluation time"},

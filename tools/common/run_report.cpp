@@ -51,9 +51,17 @@ std::string curves_svg(const CsvTable& metrics) {
   add_panel(panels, metrics, "Loss terms",
             {"loss", "cls", "cluster", "memax", "contrastive", "supcon", "l_sup", "l_semi", "l_self"}, "loss");
   add_panel(panels, metrics, "Credibility buckets of the unlabelled images", {"high", "medium", "low"}, "images");
-  add_panel(panels, metrics, "Pseudo-label accuracy of the buckets",
-            {"high_pseudo_acc", "medium_pseudo_acc", "val_high_precision", "val_medium_precision"}, "accuracy (%)",
-            100.0);
+  // The paper's premise: do the consistency buckets hold more correct pseudo-labels than as many
+  // samples chosen by the confidence of their latest prediction?
+  add_panel(panels, metrics, "Pseudo-label accuracy: the buckets against as many samples chosen by confidence",
+            {"high_pseudo_acc", "high_conf_acc", "medium_pseudo_acc", "medium_conf_acc"}, "accuracy (%)", 100.0);
+  add_panel(panels, metrics, "The same on the validation images (labels the user has)",
+            {"val_high_precision", "val_high_conf_precision", "val_medium_precision", "val_medium_conf_precision"},
+            "precision (%)", 100.0);
+  add_panel(panels, metrics, "Make-up of the high bucket (by pseudo-label)", {"high_top_share", "high_old_share"},
+            "share (%)", 100.0);
+  add_panel(panels, metrics, "Labelled rows predicted as their label: weak against strong view",
+            {"labelled_weak_acc", "labelled_strong_acc"}, "accuracy (%)", 100.0);
   return line_charts_svg(x, panels);
 }
 
