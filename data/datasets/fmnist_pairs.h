@@ -30,10 +30,12 @@ inline constexpr int64_t kGarmentClasses = 10;
 inline constexpr int64_t kClasses = kGarmentClasses * kGarmentClasses;
 inline constexpr int64_t kGarmentSide = 28;  // Fashion-MNIST's images
 inline constexpr int64_t kCanvasSide = 2 * kGarmentSide;
-// Shifts, in pixels, drawn uniformly per garment: left edge in [0, kMaxShiftX]; the upper garment's
-// top edge in [0, kMaxShiftY], the lower one's in [28 − kMaxShiftY, 28]. Where the two overlap the
-// brighter pixel wins.
-inline constexpr int64_t kMaxShiftX = kCanvasSide - kGarmentSide;
+// Shifts, in pixels, drawn uniformly per garment: the left edge in kCentredLeft ± kShiftX
+// (kCentredLeft centres a garment); the upper garment's top edge in [0, kMaxShiftY], the lower
+// one's in [28 − kMaxShiftY, 28]. Where the two overlap the brighter pixel wins. kShiftX sets the
+// benchmark's difficulty (calibrated in docs/fmnist-pairs.md).
+inline constexpr int64_t kCentredLeft = (kCanvasSide - kGarmentSide) / 2;
+inline constexpr int64_t kShiftX = 4;
 inline constexpr int64_t kMaxShiftY = 2;
 inline constexpr int64_t kTrainPerClass = 30;
 inline constexpr int64_t kTestPerClass = 30;

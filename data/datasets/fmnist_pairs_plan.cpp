@@ -45,10 +45,10 @@ PairImage place(int64_t class_id, int64_t upper, int64_t lower, const char* spli
   pair.class_id = class_id;
   pair.upper.garment = upper;
   pair.upper.top = stream.randint(0, kMaxShiftY + 1);
-  pair.upper.left = stream.randint(0, kMaxShiftX + 1);
+  pair.upper.left = kCentredLeft + stream.randint(-kShiftX, kShiftX + 1);
   pair.lower.garment = lower;
   pair.lower.top = kGarmentSide - stream.randint(0, kMaxShiftY + 1);
-  pair.lower.left = stream.randint(0, kMaxShiftX + 1);
+  pair.lower.left = kCentredLeft + stream.randint(-kShiftX, kShiftX + 1);
   return pair;
 }
 
