@@ -1,7 +1,7 @@
 // The class splits of the GCD reference (data/ssb_splits/*.pkl of SimGCD, GCD and MCDL; md5 in
 // docs/reference-facts.md §2.2), in pickle list order. Facts, copied from the JSON copy of the
 // pickles kept in this repository, data/splits/ssb_splits.json (tests/data/test_datasets.cpp
-// checks every list against it).
+// checks every list against it). Then fmnist-pairs' old pairs, this project's own benchmark.
 #include "data/class_splits.h"
 
 #include "engine/error.h"
@@ -89,6 +89,11 @@ const std::vector<int64_t> k_herbarium19_new = {
     614, 615, 617, 620, 621, 626, 628, 629, 630, 637, 638, 639, 640, 641, 642, 643, 644, 645, 646, 648, 652,
     655, 656, 657, 658, 661, 664, 666, 667, 668, 669, 670, 671, 672, 673, 676, 679};
 
+// fmnist-pairs: the draw in class_splits.h (tests/data/test_fmnist_pairs.cpp repeats it).
+const std::vector<int64_t> k_fmnist_pairs_old = {
+    2,  3,  4,  5,  6,  10, 11, 13, 17, 19, 24, 25, 26, 27, 28, 30, 31, 32, 33, 39, 40, 42, 43, 44, 46,
+    51, 55, 57, 58, 59, 60, 61, 67, 68, 69, 72, 74, 75, 76, 78, 80, 82, 83, 86, 89, 91, 94, 95, 97, 98};
+
 }  // namespace
 
 const SsbClassSplit& ssb_class_split(const std::string& dataset) {
@@ -110,5 +115,6 @@ std::vector<int64_t> SsbClassSplit::new_classes() const {
 
 const std::vector<int64_t>& herbarium19_old_classes() { return k_herbarium19_old; }
 const std::vector<int64_t>& herbarium19_new_classes() { return k_herbarium19_new; }
+const std::vector<int64_t>& fmnist_pairs_old_classes() { return k_fmnist_pairs_old; }
 
 }  // namespace mcdl

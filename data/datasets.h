@@ -2,7 +2,9 @@
 // code reads; README lists them with download sources), in the reference's training-image order,
 // with its old / new classes.
 //
-// Names: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder.
+// Names: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist fmnist-pairs
+// fmnist-pairs-pretrain folder (fmnist-pairs: a CUB-like benchmark composed from Fashion-MNIST,
+// data/datasets/fmnist_pairs.h; -pretrain: the unlabelled images for its backbone).
 // A missing folder or file fails with one message naming it and where to get the dataset;
 // malformed content fails naming the file and line (or byte offset).
 #pragma once
@@ -32,8 +34,8 @@ struct DatasetOptions {
 
 const std::vector<std::string>& dataset_names();
 
-// `root` empty: the dataset's default root (fmnist: /usr/share/datasets/fashion-mnist, where
-// Debian's dataset-fashion-mnist package puts it); the others have none.
+// `root` empty: the dataset's default root (fmnist and fmnist-pairs*: /usr/share/datasets/fashion-mnist,
+// where Debian's dataset-fashion-mnist package puts it); the others have none.
 Dataset load_dataset(const std::string& name, const std::string& root, const DatasetOptions& options = {});
 
 }  // namespace mcdl

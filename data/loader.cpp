@@ -9,7 +9,8 @@
 
 namespace mcdl {
 
-Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream) {
+Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream,
+                double crop_scale_min) {
   switch (kind) {
     case ViewKind::test:
       return center_crop(resized, image_size, image_size);
@@ -20,8 +21,8 @@ Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomS
       return apply_randaugment(apply_crop_flip(resized, params.crop_flip, image_size), params.steps);
     }
     case ViewKind::pretrain: {
-      Image view = apply_resized_crop(resized, draw_random_resized_crop(stream, resized.height, resized.width),
-                                      image_size);
+      Image view = apply_resized_crop(
+          resized, draw_random_resized_crop(stream, resized.height, resized.width, crop_scale_min), image_size);
       if (stream.uniform_float() < 0.5f) view = hflip(view);
       return apply_randaugment(view, draw_randaugment(stream, view.height, view.width));
     }
@@ -146,7 +147,7 @@ LoadedBatch BatchLoader::build_batch(int64_t epoch, int64_t batch) const {
                                                         options_.views[v] == ViewKind::strong));
         continue;
       }
-      const Image view = make_view(resized, options_.views[v], s, stream);
+      const Image view = make_view(resized, options_.views[v], s, stream, options_.crop_scale_min);
       to_tensor_normalize(view, options_.normalization, out.views[v].data<float>() + i * c * s * s);
     }
     if (any_on_device) out.resized.push_back(std::move(resized));

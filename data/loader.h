@@ -41,6 +41,8 @@ struct LoaderOptions {
   int64_t prefetch = 4;          // batches prepared ahead at most
   uint64_t seed = 0;
   Device device = Device::cpu();  // where the views are returned
+  // The pretrain view's random resized crop: smallest area fraction (torchvision's default 0.08).
+  double crop_scale_min = 0.08;
 };
 
 // The views of one batch: views[v] is [B, C, S, S] f32 on options.device.
@@ -53,8 +55,10 @@ struct LoadedBatch {
   std::vector<std::vector<ViewParams>> device_params;
 };
 
-// One view of one image, as the loader computes it (exposed for tools and tests).
-Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream);
+// One view of one image, as the loader computes it (exposed for tools and tests); crop_scale_min
+// as LoaderOptions' (pretrain views only).
+Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream,
+                double crop_scale_min = 0.08);
 
 class BatchLoader {
  public:

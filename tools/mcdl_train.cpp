@@ -17,6 +17,12 @@
 
 namespace {
 
+std::string dataset_list() {
+  std::string list;
+  for (const std::string& name : mcdl::dataset_names()) list += (list.empty() ? "" : " ") + name;
+  return list;
+}
+
 void print_help() {
   std::printf(
       "usage: ./mcdl_train DATASET [options]\n"
@@ -26,8 +32,9 @@ void print_help() {
       "Category Discovery, or the baselines (--method simgcd, gcd, kmeans), or MCDL on GCD (--method\n"
       "gcd+mcdl), and reports All / Old / New clustering accuracy on the unlabelled training images\n"
       "(transductive) and on the dataset's test split where its layout has one (inductive; see --eval-on).\n\n"
-      "DATASET: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder\n\n"
-      "options (defaults are the paper's / SimGCD's):\n");
+      "DATASET: %s\n\n"
+      "options (defaults are the paper's / SimGCD's):\n",
+      dataset_list().c_str());
   mcdl::TrainConfig defaults;
   std::printf("%s", mcdl::options_help(mcdl::config_options(defaults)).c_str());
   std::printf(
@@ -65,7 +72,7 @@ int run(int argc, char** argv) {
     mcdl::check(!resume, "--resume takes no dataset: the run directory's config.json names it");
     config.dataset = argv[1];
     mcdl::check(is_dataset(config.dataset), "unknown dataset '", config.dataset,
-                "'; expected one of: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist folder");
+                "'; expected one of: ", dataset_list());
     first = 2;
   }
   for (int i = first; i < argc; ++i) {

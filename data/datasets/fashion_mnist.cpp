@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "data/datasets/common.h"
+#include "data/datasets/fashion_mnist_idx.h"
 #include "data/datasets/readers.h"
 #include "engine/error.h"
 
@@ -45,24 +46,27 @@ std::vector<int64_t> idx_dims(const std::vector<uint8_t>& bytes, int dims, const
   return shape;
 }
 
-std::string idx_file(const fs::path& root, const std::string& stem) {
+std::string idx_file(const std::string& dataset, const fs::path& root, const std::string& stem) {
   const fs::path gz = root / (stem + ".gz");
   if (fs::is_regular_file(root / stem) && !fs::is_regular_file(gz)) return (root / stem).string();
-  require_file("fmnist", gz.string(), kHowToObtain);
+  require_file(dataset, gz.string(), kHowToObtain);
   return gz.string();
 }
 
-// One split's idx pair (prefix "train" or "t10k"): the items and their pixels.
-void read_idx_split(const std::string& root, const std::string& prefix, std::vector<DatasetItem>& items,
-                    std::vector<Image>& pixels) {
-  const std::string images_path = idx_file(root, prefix + "-images-idx3-ubyte");
-  const std::string labels_path = idx_file(root, prefix + "-labels-idx1-ubyte");
+}  // namespace
+
+const char* fashion_mnist_how_to_obtain() { return kHowToObtain; }
+
+void read_fashion_mnist_idx(const std::string& dataset, const std::string& root, const std::string& prefix,
+                            std::vector<DatasetItem>& items, std::vector<Image>& pixels) {
+  const std::string images_path = idx_file(dataset, root, prefix + "-images-idx3-ubyte");
+  const std::string labels_path = idx_file(dataset, root, prefix + "-labels-idx1-ubyte");
   const std::vector<uint8_t> images = read_maybe_gzipped(images_path);
   const std::vector<uint8_t> labels = read_maybe_gzipped(labels_path);
   size_t image_offset = 0, label_offset = 0;
   const std::vector<int64_t> image_shape = idx_dims(images, 3, images_path, image_offset);
   const std::vector<int64_t> label_shape = idx_dims(labels, 1, labels_path, label_offset);
-  check(image_shape[0] == label_shape[0], "fmnist: ", image_shape[0], " images in ", images_path, " but ",
+  check(image_shape[0] == label_shape[0], dataset, ": ", image_shape[0], " images in ", images_path, " but ",
         label_shape[0], " labels in ", labels_path);
   const int64_t n = image_shape[0], height = image_shape[1], width = image_shape[2];
   items.reserve(static_cast<size_t>(n));
@@ -79,8 +83,6 @@ void read_idx_split(const std::string& root, const std::string& prefix, std::vec
   }
 }
 
-}  // namespace
-
 Dataset read_fashion_mnist(const std::string& root, bool with_test) {
   require_dir("fmnist", root, kHowToObtain);
   Dataset d;
@@ -88,10 +90,10 @@ Dataset read_fashion_mnist(const std::string& root, bool with_test) {
   d.root = root;
   d.num_classes = 10;
   d.channels = 1;
-  read_idx_split(root, "train", d.train, d.train_pixels);
+  read_fashion_mnist_idx("fmnist", root, "train", d.train, d.train_pixels);
   const bool test_present = fs::exists(fs::path(root) / "t10k-images-idx3-ubyte.gz") ||
                             fs::exists(fs::path(root) / "t10k-images-idx3-ubyte");
-  if (with_test && test_present) read_idx_split(root, "t10k", d.test, d.test_pixels);
+  if (with_test && test_present) read_fashion_mnist_idx("fmnist", root, "t10k", d.test, d.test_pixels);
   d.old_classes = iota_classes(0, 5);
   d.new_classes = iota_classes(5, 10);
   d.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",

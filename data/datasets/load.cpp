@@ -1,22 +1,26 @@
 #include <algorithm>
 
 #include "data/datasets.h"
+#include "data/datasets/fashion_mnist_idx.h"
 #include "data/datasets/readers.h"
 #include "engine/error.h"
 
 namespace mcdl {
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"cub",      "scars",    "aircraft",    "herbarium19", "cifar10",
-                                                 "cifar100", "imagenet100", "fmnist",   "folder"};
+  static const std::vector<std::string> names = {"cub",         "scars",  "aircraft",     "herbarium19",
+                                                 "cifar10",     "cifar100", "imagenet100", "fmnist",
+                                                 "fmnist-pairs", "fmnist-pairs-pretrain", "folder"};
   return names;
 }
 
 Dataset load_dataset(const std::string& name, const std::string& root, const DatasetOptions& options) {
   using namespace dataset_io;
   check(options.max_train >= 0, "load_dataset: max_train ", options.max_train, " is negative");
-  if (root.empty() && name != "fmnist")
-    fail("load_dataset: dataset '", name, "' needs its data root (only fmnist has a default)");
+  const bool from_fashion_mnist = name == "fmnist" || name == "fmnist-pairs" || name == "fmnist-pairs-pretrain";
+  if (root.empty() && !from_fashion_mnist)
+    fail("load_dataset: dataset '", name, "' needs its data root (only the Fashion-MNIST-based ones have a default)");
+  const std::string fmnist_root = root.empty() ? kFashionMnistRoot : root;
   Dataset d;
   check(options.max_test >= 0, "load_dataset: max_test ", options.max_test, " is negative");
   const bool test = options.read_test;
@@ -27,7 +31,9 @@ Dataset load_dataset(const std::string& name, const std::string& root, const Dat
   else if (name == "cifar10") d = read_cifar(root, 10, test);
   else if (name == "cifar100") d = read_cifar(root, 100, test);
   else if (name == "imagenet100") d = read_imagenet100(root, test);
-  else if (name == "fmnist") d = read_fashion_mnist(root.empty() ? "/usr/share/datasets/fashion-mnist" : root, test);
+  else if (name == "fmnist") d = read_fashion_mnist(fmnist_root, test);
+  else if (name == "fmnist-pairs") d = read_fmnist_pairs(fmnist_root, test);
+  else if (name == "fmnist-pairs-pretrain") d = read_fmnist_pairs_pretrain(fmnist_root);
   else if (name == "folder") d = read_folder(root, options.num_classes, test);
   else {
     std::string known;

@@ -16,6 +16,8 @@ Dataset read_herbarium19(const std::string& root, bool with_test);
 Dataset read_cifar(const std::string& root, int64_t num_classes, bool with_test);  // 10 or 100
 Dataset read_imagenet100(const std::string& root, bool with_test);
 Dataset read_fashion_mnist(const std::string& root, bool with_test);
+Dataset read_fmnist_pairs(const std::string& root, bool with_test);
+Dataset read_fmnist_pairs_pretrain(const std::string& root);  // no test split
 Dataset read_folder(const std::string& root, int64_t num_classes, bool with_test);
 
 }  // namespace mcdl::dataset_io

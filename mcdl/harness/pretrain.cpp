@@ -110,6 +110,7 @@ RunSummary run_pretraining(const PretrainConfig& config) {
   loader_options.image_size = vit.img_size;
   loader_options.normalization = Normalization::for_channels(dataset.channels);
   loader_options.views = {ViewKind::pretrain, ViewKind::pretrain};
+  loader_options.crop_scale_min = config.crop_scale_min;
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   loader_options.workers = config.workers.value_or(device.is_cpu() ? 0 : std::max<int64_t>(1, cores - 1));
   loader_options.prefetch = std::max<int64_t>(1, 2 * loader_options.workers);

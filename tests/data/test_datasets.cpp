@@ -344,7 +344,7 @@ TEST_CASE("folder: labelled class folders, unlabelled images, optional ground tr
 }
 
 TEST_CASE("load_dataset: names, unknown names, missing root") {
-  CHECK(dataset_names().size() == 9);
+  CHECK(dataset_names().size() == 11);
   CHECK_THROWS_WITH(load_dataset("mnist", "/tmp"), doctest::Contains("unknown dataset 'mnist' (known: cub scars"));
   CHECK_THROWS_WITH(load_dataset("cub", ""), doctest::Contains("needs its data root"));
 }

@@ -1,5 +1,5 @@
 // The sampler's proportions and determinism, the loader's independence from its worker count,
-// and the image cache (bad files, the memory-mapped overflow, the persistent cache).
+// the pretrain views' crop scale, and the image cache (bad files, the memory-mapped overflow, the persistent cache).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include "data/decode.h"
 #include "data/image_cache.h"
 #include "data/loader.h"
+#include "data/randaugment.h"
 #include "data/resize.h"
 #include "data/sampler.h"
 #include "engine/error.h"
@@ -119,6 +120,47 @@ TEST_CASE("loader: batches are identical for any number of workers and come in o
   CHECK(!std::equal(train_view.begin(), train_view.begin() + plane, train_view.begin() + plane));
   const std::vector<float>& test_view = one[5];
   CHECK(std::equal(test_view.begin(), test_view.begin() + plane, test_view.begin() + plane));
+}
+
+TEST_CASE("loader: pretrain views crop at least crop_scale_min of the image") {
+  const Image image = pattern_image(32, 32, 1, 3);
+  for (double scale_min : {0.08, 0.9}) {
+    CAPTURE(scale_min);
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      RandomStream draw(seed, 7), view_stream(seed, 7);
+      const ResizedCrop crop = draw_random_resized_crop(draw, 32, 32, scale_min);
+      // Rounding each side to an integer moves the area by less than a side's length.
+      REQUIRE(crop.height * crop.width + crop.height + crop.width >= scale_min * 32 * 32);
+      Image expected = apply_resized_crop(image, crop, 28);
+      if (draw.uniform_float() < 0.5f) expected = hflip(expected);
+      expected = apply_randaugment(expected, draw_randaugment(draw, 28, 28));
+      REQUIRE(make_view(image, ViewKind::pretrain, 28, view_stream, scale_min) == expected);
+    }
+  }
+  // The loader passes its option on.
+  Dataset d = memory_dataset(1, 32, 1);
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 32;
+  const ImageCache cache(d, iota(1), cache_options);
+  auto loaded = [&](double scale_min) {
+    LoaderOptions options;
+    options.image_size = 28;
+    options.normalization = Normalization::grayscale();
+    options.views = {ViewKind::pretrain};
+    options.workers = 0;
+    options.crop_scale_min = scale_min;
+    BatchLoader loader(cache, options);
+    loader.start(0, {{0}});
+    LoadedBatch batch;
+    REQUIRE(loader.next(batch));
+    return batch.views[0].to_vector<float>();
+  };
+  RandomStream stream(0, stream_id("augment", {0, 0, 0, 0}));
+  std::vector<float> expected(28 * 28);
+  to_tensor_normalize(make_view(cache.get(0), ViewKind::pretrain, 28, stream, 0.9), Normalization::grayscale(),
+                      expected.data());
+  CHECK(loaded(0.9) == expected);
+  CHECK(loaded(0.08) != expected);
 }
 
 TEST_CASE("loader: on a CUDA device the views equal the CPU's bit for bit (emulated kernels)") {
