@@ -25,8 +25,10 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // the scores rounded to bf16 in a scratch of B·H·T·T). `make bench-gpu` times both.
 enum class AttentionAlgorithm : uint8_t { fused, unfused };
 
-// One-byte enums: the whole struct fits 8 bytes, a lock-free atomic.
-struct EngineSettings {
+// One-byte enums: the whole struct fits 8 bytes, a lock-free atomic. alignas(8): with only its
+// members' 4-byte alignment clang compiles libstdc++'s atomic load and store of it into calls to
+// libatomic (__atomic_load), which the fuzz build does not link.
+struct alignas(8) EngineSettings {
   MatmulPrecision matmul_precision = MatmulPrecision::fp32;
   AttentionAlgorithm attention = AttentionAlgorithm::fused;
   // Every new storage filled with NaN bytes (0xFF) before use, so that a kernel that leaves part
