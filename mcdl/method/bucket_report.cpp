@@ -112,12 +112,16 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const double size = static_cast<double>(high.size());
   report.high_top_share = high.empty() ? std::nan("") : static_cast<double>(largest) / size;
   report.high_old_share = high.empty() ? std::nan("") : static_cast<double>(old) / size;
+
+  const std::vector<int64_t> filled = bank_weak.state().at("filled").to(Device::cpu()).to_vector<int64_t>();
+  const auto full = std::count(filled.begin(), filled.end(), bank_weak.mu());
+  report.bank_full = n == 0 ? std::nan("") : static_cast<double>(full) / static_cast<double>(n);
   return report;
 }
 
 std::vector<std::string> bucket_columns() {
   return {"high",          "medium",          "low",           "high_pseudo_acc", "medium_pseudo_acc",
-          "high_conf_acc", "medium_conf_acc", "high_clusters", "high_top_share",  "high_old_share"};
+          "high_conf_acc", "medium_conf_acc", "high_clusters", "high_top_share",  "high_old_share", "bank_full"};
 }
 
 std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
@@ -131,6 +135,7 @@ std::string append_bucket_columns(MetricsRow& row, const BucketReport& report) {
   row.push_back({"high_clusters", static_cast<double>(report.high_clusters)});
   row.push_back({"high_top_share", report.high_top_share});
   row.push_back({"high_old_share", report.high_old_share});
+  row.push_back({"bank_full", report.bank_full});
   const std::string counts = "  H/M/L " + std::to_string(report.counts.high) + "/" +
                              std::to_string(report.counts.medium) + "/" + std::to_string(report.counts.low);
   // No known label in either bucket (a run without the unlabelled images' labels): nothing to score.

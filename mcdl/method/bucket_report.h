@@ -29,13 +29,16 @@ struct BucketReport {
   int64_t high_clusters = 0;             // distinct pseudo-labels in the high bucket
   double high_top_share = 0.0;           // the most frequent one's share of it (NaN when empty)
   double high_old_share = 0.0;           // the share whose pseudo-label is an old class (NaN when empty)
+  // The share of samples whose weak window is full (μ predictions): how far the banks have filled,
+  // which the paper's schedule starts its losses by (NaN for no sample).
+  double bank_full = 0.0;
 };
 BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu, int64_t num_old,
                            const std::vector<int64_t>& truth, const std::vector<int64_t>& cluster_to_class);
 
 // The columns of a report over the unlabelled images (high, medium, low, high_pseudo_acc,
 // medium_pseudo_acc, high_conf_acc, medium_conf_acc, high_clusters, high_top_share,
-// high_old_share), appended to a metrics row; returns the summary line's part
+// high_old_share, bank_full), appended to a metrics row; returns the summary line's part
 // ("  H/M/L 700/80/600  pseudo acc H 43.0 M 31.5", without the accuracies where no sample of
 // either bucket has a known label).
 std::vector<std::string> bucket_columns();

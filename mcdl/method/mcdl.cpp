@@ -5,6 +5,7 @@
 #include "engine/autograd.h"
 #include "engine/ops.h"
 #include "engine/profile.h"
+#include "mcdl/method/class_cap.h"
 #include "mcdl/run/accuracy_report.h"
 #include "mcdl/run/run_checkpoint.h"
 
@@ -18,6 +19,13 @@ Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clust
       bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
       bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
       step_(settings) {}
+
+void Mcdl::begin_epoch(bool losses) {
+  if (settings_.class_cap > 0 && losses)
+    step_.set_demoted(class_cap_demotions(bank_weak_, bank_strong_, settings_.mu, settings_.class_cap));
+  else
+    step_.set_demoted({});
+}
 
 McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch,
                      const BatchLabels& labels, int64_t epoch, bool losses) {

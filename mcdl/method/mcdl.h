@@ -34,6 +34,10 @@ class Mcdl {
     return add_mcdl_losses(base, terms, settings_.lambda, weight);
   }
 
+  // Before an epoch's steps: with --mcdl-class-cap and the losses on, the cap's demotions drawn
+  // from the banks as they are now (mcdl/method/class_cap.h).
+  void begin_epoch(bool losses);
+
   // MCDL's part of a step after the base method's: batch.views[0] is the first weak view,
   // batch.views[2] the strong one.
   McdlTerms step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch, const BatchLabels& labels,

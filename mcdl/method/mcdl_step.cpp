@@ -71,7 +71,15 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
   }
   if (!losses) return terms;
 
-  const auto [high, medium, low, mode_w] = bucket_samples(bank_weak, bank_strong, slots_t, settings_.mu);
+  auto [high, medium, low, mode_w] = bucket_samples(bank_weak, bank_strong, slots_t, settings_.mu);
+  if (!demoted_.empty()) {
+    // The class cap: the marked high samples join the medium ones (positions stay ascending).
+    const auto marked = [&](int64_t h) { return demoted_[static_cast<size_t>(slots[static_cast<size_t>(h)])] != 0; };
+    std::vector<int64_t> kept;
+    for (int64_t h : high) (marked(h) ? medium : kept).push_back(h);
+    high = std::move(kept);
+    std::sort(medium.begin(), medium.end());
+  }
   const ProfileRange losses_range(device, "mcdl_losses");  // to the end: L_sup, L_semi, L_self
 
   // L_sup: labelled samples with their labels plus H with the weak bank's mode.

@@ -58,9 +58,13 @@ class McdlStep {
   // without a graph.
   McdlTerms run(const LogitsFunction& logits, const McdlBatch& batch, MemoryBank& bank_weak,
                 MemoryBank& bank_strong, bool losses);
+  // The class cap's demotions for the coming steps: a mask over bank slots (1: a high sample that
+  // counts as medium; mcdl/method/class_cap.h), or empty for none.
+  void set_demoted(std::vector<uint8_t> demoted) { demoted_ = std::move(demoted); }
 
  private:
   McdlSettings settings_;
+  std::vector<uint8_t> demoted_;
 };
 
 }  // namespace mcdl

@@ -130,6 +130,7 @@ TrainConfig resolve_defaults(TrainConfig c) {
   if (!c.sup_norm) c.sup_norm = robust ? SupNorm::labelled_and_high : SupNorm::high;
   if (!c.mcdl_ramp) c.mcdl_ramp = robust ? std::max<int64_t>(1, c.epochs / 10) : 0;
   if (!c.self_threshold) c.self_threshold = 0.0;  // robust too: the validation runs gained nothing from a mask
+  if (!c.mcdl_class_cap) c.mcdl_class_cap = 0.0;  // both: no validation run has earned it the default yet
   // SimGCD's scripts: CUB 2, CIFAR-100 4, every other dataset 1.
   if (!c.memax_weight) c.memax_weight = c.dataset == "cub" ? 2.0 : c.dataset == "cifar100" ? 4.0 : 1.0;
   // GCD's k_means.py script; sklearn's n_init and max_iter.
@@ -150,6 +151,7 @@ McdlSettings mcdl_settings(const TrainConfig& resolved) {
   s.tau_u = c.tau_u;
   s.mix_alpha = c.mix_alpha;
   s.self_threshold = *c.self_threshold;
+  s.class_cap = *c.mcdl_class_cap;
   s.sup_norm = *c.sup_norm;
   s.losses = c.mcdl_losses;
   s.student_temp = c.student_temp;
@@ -214,6 +216,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
                     "of the epochs)", &c.mcdl_ramp},
       {"self-threshold", "L_self only on samples whose weak prediction reaches this confidence (auto: 0 in both "
                          "variants)", &c.self_threshold},
+      {"mcdl-class-cap", "class-balanced high bucket: a pseudo-label keeps at most this many times N/K high samples, "
+                         "its least confident others count as medium (0: no cap; auto: 0 in both variants)",
+       &c.mcdl_class_cap},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
       {"gcd-head-out", "gcd, gcd+mcdl: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
@@ -279,6 +284,7 @@ void validate_config(const TrainConfig& c) {
   check(!c.mcdl_start || *c.mcdl_start >= 0, "--mcdl-start must be auto (the variant's) or at least 0");
   check(!c.self_threshold || (*c.self_threshold >= 0 && *c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or auto: the variant's)");
+  check(!c.mcdl_class_cap || *c.mcdl_class_cap >= 0, "--mcdl-class-cap must be at least 0 (0: no cap; or auto)");
   check(c.val_classes >= 0, "--val-classes must not be negative");
   check(c.val_classes == 0 || !is_gcd_method(c.method), "--val-classes: the ", method_name(c.method),
         " method does not score validation images (use simgcd or simgcd+mcdl)");

@@ -43,12 +43,15 @@ struct Fixture {
 
   // One step with the same images as both weak views and the strong view, so that p_w = p_s and,
   // with μ = 1, every unlabelled sample is high-credibility.
-  McdlTerms run(const TrainConfig& config) {
+  // `demoted`: the class cap's mask over the 6 bank slots (empty: none).
+  McdlTerms run(const TrainConfig& config, std::vector<uint8_t> demoted = {}) {
     MemoryBank weak(kBatch - kLabelled, kClasses, config.mu), strong(kBatch - kLabelled, kClasses, config.mu);
     const HeadOutput out = model.forward(concat({images, images}, 0));
     const auto logits = [this](const Tensor& x) { return model.forward(x).logits; };
     const McdlBatch batch{out.logits, out.projection, images, images, labels, labelled, bank_index, 0, 0};
-    return McdlStep(mcdl_settings(config)).run(logits, batch, weak, strong, true);
+    McdlStep step(mcdl_settings(config));
+    step.set_demoted(std::move(demoted));
+    return step.run(logits, batch, weak, strong, true);
   }
 };
 
@@ -236,4 +239,36 @@ TEST_CASE("mcdl step: --mcdl-losses leaves out exactly the terms it does not nam
   CHECK_THROWS_WITH(set_config_option(c, "mcdl-losses", "sup,mixup"), doctest::Contains("--mcdl-losses"));
   set_config_option(c, "mcdl-losses", "self,sup");
   CHECK(mcdl_losses_name(c.mcdl_losses) == "sup,self");
+}
+
+TEST_CASE("mcdl step: the class cap's demoted high samples leave L_sup and join MixMatch as medium") {
+  Fixture f;
+  const TrainConfig c = step_config("paper");
+  const McdlTerms uncapped = f.run(c);
+  const McdlTerms none_marked = f.run(c, std::vector<uint8_t>(6, 0));
+  CHECK(same_bits(none_marked.sup, uncapped.sup));
+  CHECK(same_bits(none_marked.semi, uncapped.semi));
+  CHECK(same_bits(none_marked.self, uncapped.self));
+
+  // Slots 1 and 4 (batch rows 3 and 6) demoted: L_sup's anchors are the labelled rows and the
+  // four other high rows, each with its own argmax as the pseudo-label.
+  const McdlTerms capped = f.run(c, {0, 1, 0, 0, 1, 0});
+  Tensor projection;
+  std::vector<int64_t> sup_labels = f.labels;
+  std::vector<uint8_t> is_high(kBatch, 0);
+  {
+    NoGradGuard no_grad;
+    const HeadOutput out = f.model.forward(concat({f.images, f.images}, 0));
+    projection = out.projection;
+    const std::vector<int64_t> argmax_rows = argmax(slice(out.logits, 0, 0, kBatch), 1).to_vector<int64_t>();
+    for (int64_t row : {2, 4, 5, 7}) {
+      sup_labels[static_cast<size_t>(row)] = argmax_rows[static_cast<size_t>(row)];
+      is_high[static_cast<size_t>(row)] = 1;
+    }
+  }
+  const double expected = dcl_sup_loss(projection, sup_labels, f.labelled, is_high, *resolve_defaults(c).tau_s).item();
+  CHECK(capped.sup.item() == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(capped.sup.item() != doctest::Approx(uncapped.sup.item()).epsilon(1e-6));
+  CHECK(capped.semi.item() != doctest::Approx(uncapped.semi.item()).epsilon(1e-6));  // soft targets for two rows
+  CHECK(same_bits(capped.self, uncapped.self));  // L_self does not read the buckets
 }

@@ -57,7 +57,7 @@ TEST_CASE("e2e: SimGCD + MCDL on coloured squares learns the classes, old and ne
   CHECK(csv.find("epoch,lr,loss,cls,cluster,memax,contrastive,supcon,l_sup,l_semi,l_self") == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 21);
   CHECK(csv.find(",high,medium,low,high_pseudo_acc,medium_pseudo_acc,high_conf_acc,medium_conf_acc,high_clusters,"
-                 "high_top_share,high_old_share,labelled_weak_acc,labelled_strong_acc,") != std::string::npos);
+                 "high_top_share,high_old_share,bank_full,labelled_weak_acc,labelled_strong_acc,") != std::string::npos);
   // The premise columns are filled: the classifier predicts the labelled rows' labels once trained.
   const auto col = testing::metrics_columns(csv);
   CHECK(std::stod(col.at("labelled_weak_acc").back()) > 0.8);

@@ -82,6 +82,7 @@ std::string column_label(const std::string& column) {
       {"high_clusters", "clusters in the high bucket"},
       {"high_top_share", "largest cluster's share of the high bucket"},
       {"high_old_share", "known classes' share of the high bucket"},
+      {"bank_full", "unlabelled images with a full window"},
       {"labelled_weak_acc", "labelled rows, weak view"},
       {"labelled_strong_acc", "labelled rows, strong view"},
       {"iterations", "iterations so far"},

@@ -58,8 +58,8 @@ std::string curves_svg(const CsvTable& metrics) {
   add_panel(panels, metrics, "The same on the validation images (labels the user has)",
             {"val_high_precision", "val_high_conf_precision", "val_medium_precision", "val_medium_conf_precision"},
             "precision (%)", 100.0);
-  add_panel(panels, metrics, "Make-up of the high bucket (by pseudo-label)", {"high_top_share", "high_old_share"},
-            "share (%)", 100.0);
+  add_panel(panels, metrics, "Make-up of the high bucket (by pseudo-label), and how full the banks are",
+            {"high_top_share", "high_old_share", "bank_full"}, "share (%)", 100.0);
   add_panel(panels, metrics, "Labelled rows predicted as their label: weak against strong view",
             {"labelled_weak_acc", "labelled_strong_acc"}, "accuracy (%)", 100.0);
   return line_charts_svg(x, panels);
