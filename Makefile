@@ -151,12 +151,14 @@ bench-gpu: $(GPU_BENCH) $(STEP_BENCH)
 	./$(GPU_BENCH) $(BUILD)/torch_gpu_times.tsv
 	python3 tools/bench_torch_step.py --device cuda --batch 128 --engine $(STEP_BENCH)
 
-# Fashion-MNIST: k-means, SimGCD and SimGCD + MCDL (robust and paper) over seeds, on the GPU
-# when present (tools/demo.sh): make demo SEEDS="1 2 3" MAX_TRAIN=10000.
+# k-means, SimGCD and SimGCD + MCDL (robust and paper) over seeds on Fashion-MNIST
+# (DATASET=fmnist) or the CUB-like fmnist-pairs, on the GPU when present (tools/demo.sh):
+# make demo DATASET=fmnist-pairs SEEDS="1 2 3" (MAX_TRAIN: the preset's when empty).
 SEEDS ?= 1 2 3
-MAX_TRAIN ?= 10000
+DATASET ?= fmnist
+MAX_TRAIN ?=
 demo: check-deps mcdl_train
-	SEEDS="$(SEEDS)" MAX_TRAIN="$(MAX_TRAIN)" tools/demo.sh
+	DATASET="$(DATASET)" SEEDS="$(SEEDS)" MAX_TRAIN="$(MAX_TRAIN)" tools/demo.sh
 
 deps:
 	tools/install_deps.sh

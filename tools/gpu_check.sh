@@ -8,13 +8,13 @@
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
 # stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo sanitize (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo pairs sanitize (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench demo sanitize}
+STAGES=${*:-step epoch fidelity test bench demo pairs sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -88,6 +88,19 @@ if wants demo; then
     stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
       DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
   done
+fi
+# The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
+# rows) on the GPU while the CPU cores run its validation study beside it (seeds 1-5 of SimGCD,
+# robust and robust with the class cap, one single-threaded run per core), each bounded.
+if wants pairs; then
+  cores=$(nproc)
+  DATA_ROOT=.gpu/fmnist STUDY_DATASET=fmnist-pairs STUDY_PROTOCOLS=validation STUDY_CONFIGS="simgcd robust robust-class-cap" \
+    STUDY_JOBS=$((cores > 3 ? cores - 2 : 1)) STUDY_OUT=/tmp/study-pairs timeout 290 tools/study.sh \
+    > "$LOGS/pairs-study.log" 2>&1 &
+  study=$!
+  stage pairs-demo env DATA_ROOT=.gpu/fmnist DATASET=fmnist-pairs SEEDS="1 2 3" DEMO_OUT=/tmp/demo-pairs \
+    timeout 290 tools/demo.sh
+  wait "$study"; say "== pairs-study (CPU, exit $?):"; tail -n 20 "$LOGS/pairs-study.log" | tee -a "$REPORT"
 fi
 # compute-sanitizer (found by tools/gpu_sanitize.sh: PATH, else $CUDA_HOME/bin, default
 # /usr/local/cuda) on the bundled build/mcdl_tests_gpu; any error fails its stage. The other stages

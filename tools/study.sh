@@ -1,7 +1,9 @@
 #!/bin/bash
 # The ablation study of docs/results.md ("How the robust variant was chosen"): each MCDL component on and off, and
 # each safeguard of the robust variant on and off, over several seeds, on Fashion-MNIST with the
-# demo's backbone, under two protocols:
+# demo's backbone (STUDY_DATASET=fmnist) or on the CUB-like fmnist-pairs with its transferred
+# backbone (STUDY_DATASET=fmnist-pairs: one setting, the demo's preset, and --val-classes 10 as
+# its validation protocol; docs/fmnist-pairs.md), under two protocols:
 #   validation  --val-classes 2: known classes 3 and 4 held out whole, half of the other known
 #               classes' labelled images held out; the validation columns are what settings
 #               are chosen by (the labels are the user's own);
@@ -13,14 +15,16 @@
 # Not part of CI: the whole study is 3 settings × 2 protocols × 16 configurations × 5 seeds.
 # Runs already finished in STUDY_OUT are kept, so the study can be stopped and restarted.
 #
-#   STUDY_SEEDS="1 2 3 4 5"  STUDY_SETTINGS="demo long short"  STUDY_PROTOCOLS="validation benchmark"
-#   STUDY_CONFIGS="..." (default: all, see below)  STUDY_OUT=runs/study  STUDY_JOBS (default: cores)
+#   STUDY_DATASET=fmnist (or fmnist-pairs)  STUDY_SEEDS="1 2 3 4 5"
+#   STUDY_SETTINGS="demo long short" (fmnist-pairs: "pairs")  STUDY_PROTOCOLS="validation benchmark"
+#   STUDY_CONFIGS="..." (default: all, see below)  STUDY_OUT=runs/study (runs/study-fmnist-pairs)
+#   STUDY_JOBS (default: cores)  DATA_ROOT (Fashion-MNIST's idx files; default: the Debian package's)
 #
 # Writes STUDY_OUT/study.csv (one row per run) and prints mean ± std per configuration.
 set -euo pipefail
-out=${STUDY_OUT:-runs/study}
+dataset=${STUDY_DATASET:-fmnist}
+data_root=${DATA_ROOT:-/usr/share/datasets/fashion-mnist}
 seeds=${STUDY_SEEDS:-1 2 3 4 5}
-settings=${STUDY_SETTINGS:-demo long short}
 protocols=${STUDY_PROTOCOLS:-validation benchmark}
 jobs=${STUDY_JOBS:-$(nproc)}
 
@@ -41,21 +45,39 @@ declare -A config_args=(
   [robust-no-semi]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup,self"
   [robust-no-self]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup,semi"
   [robust-sup-only]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup"
+  [robust-class-cap]="--method simgcd+mcdl --mcdl-variant robust --mcdl-class-cap 1"
 )
 configs=${STUDY_CONFIGS:-simgcd paper paper-no-sup paper-no-semi paper-no-self paper-sup-only robust robust-tau-0.04 \
 robust-norm-high robust-no-ramp robust-threshold robust-early-start robust-no-sup robust-no-semi robust-no-self \
 robust-sup-only}
 
-base="--data-root /usr/share/datasets/fashion-mnist --weights models/fmnist_vit.safetensors --image-size 28 \
- --max-train 10000 --batch-size 128 --head-hidden 512 --head-bottleneck 128 --head-init-std 0.05 --device cpu \
- --progress false"
-declare -A setting_args=(
-  [demo]="--epochs 20 --mu 4 --warmup-teacher-epochs 3"
-  [long]="--epochs 60 --mu 16 --warmup-teacher-epochs 9"
-  [short]="--epochs 10 --mu 4 --warmup-teacher-epochs 3"
-)
-declare -A paper_start=([demo]=2 [long]=6 [short]=1)
-declare -A protocol_args=([validation]="--val-classes 2" [validation-1]="--val-classes 1" [benchmark]="")
+head="--batch-size 128 --head-hidden 512 --head-bottleneck 128 --head-init-std 0.05 --device cpu --progress false"
+case "$dataset" in
+  fmnist)
+    out=${STUDY_OUT:-runs/study}
+    settings=${STUDY_SETTINGS:-demo long short}
+    base="--data-root $data_root --weights models/fmnist_vit.safetensors --image-size 28 \
+      --max-train 10000 $head"
+    declare -A setting_args=(
+      [demo]="--epochs 20 --mu 4 --warmup-teacher-epochs 3"
+      [long]="--epochs 60 --mu 16 --warmup-teacher-epochs 9"
+      [short]="--epochs 10 --mu 4 --warmup-teacher-epochs 3"
+    )
+    declare -A paper_start=([demo]=2 [long]=6 [short]=1)
+    declare -A protocol_args=([validation]="--val-classes 2" [validation-1]="--val-classes 1" [benchmark]="")
+    ;;
+  fmnist-pairs)
+    out=${STUDY_OUT:-runs/study-fmnist-pairs}
+    settings=${STUDY_SETTINGS:-pairs}
+    # make demo DATASET=fmnist-pairs's preset, scored every 5th epoch.
+    base="--data-root $data_root --weights models/fmnist_pairs_vit.safetensors \
+      --image-size 56 $head --eval-every 5"
+    declare -A setting_args=([pairs]="--epochs 50 --mu 6 --warmup-teacher-epochs 8 --grad-from-block 0")
+    declare -A paper_start=([pairs]=5)
+    declare -A protocol_args=([validation]="--val-classes 10" [benchmark]="")
+    ;;
+  *) echo "study: unknown STUDY_DATASET '$dataset' (fmnist or fmnist-pairs)" >&2; exit 2 ;;
+esac
 
 mkdir -p "$out"
 for setting in $settings; do
@@ -68,12 +90,12 @@ for setting in $settings; do
       done
     done
   done
-done | sed 's/ *$//' | OMP_NUM_THREADS=1 BASE="$base" OUT="$out" xargs -P "$jobs" -L 1 sh -c '
+done | sed 's/ *$//' | OMP_NUM_THREADS=1 DATASET="$dataset" BASE="$base" OUT="$out" xargs -P "$jobs" -L 1 sh -c '
   dir=$OUT/$0; seed=$1; shift
   if [ -f "$dir/predictions.csv" ]; then exit 0; fi
   rm -rf "$dir"; mkdir -p "$(dirname "$dir")"
   # shellcheck disable=SC2086
-  ./mcdl_train fmnist "$@" $BASE --seed "$seed" --out "$dir" > "$dir.log" 2>&1 ||
+  ./mcdl_train "$DATASET" "$@" $BASE --seed "$seed" --out "$dir" > "$dir.log" 2>&1 ||
     { echo "FAILED: $dir (see $dir.log)"; exit 255; }
   echo "done: $0"'
 
