@@ -7,23 +7,17 @@
 
 #include "engine/ops.h"
 #include "mcdl/method/bucket_report.h"
+#include "tests/mcdl/hand_made_banks.h"
 
 using namespace mcdl;
 
 TEST_CASE("bucket report: consistency against confidence on the same numbers of samples, the high bucket's make-up") {
   for (Device device : {Device::cpu(), Device::cuda()}) {
     CAPTURE(device.str());
-    // μ = 1, K = 3, the first two clusters old. Weak argmax / confidence: s0 0/.9, s1 1/.7,
-    // s2 2/.6, s3 0/.4, s4 1/.85, s5 no entry. The strong view agrees on s0, s2, s3 (high) and
-    // not on s1, s4 (medium); s5 is low.
-    MemoryBank weak(6, 3, 1, device), strong(6, 3, 1, device);
-    const HostIndex seen({0, 1, 2, 3, 4}, device);
-    weak.update(seen, from_vector<float>({0.9f, 0.05f, 0.05f, 0.2f, 0.7f, 0.1f, 0.1f, 0.3f, 0.6f, 0.4f, 0.35f, 0.25f,
-                                          0.1f, 0.85f, 0.05f},
-                                         {5, 3}, device));
-    strong.update(seen, from_vector<float>({0.8f, 0.1f, 0.1f, 0.6f, 0.3f, 0.1f, 0.1f, 0.2f, 0.7f, 0.5f, 0.3f, 0.2f,
-                                            0.1f, 0.2f, 0.7f},
-                                           {5, 3}, device));
+    // The hand-made banks (hand_made_banks.h), the first two clusters old: s0, s2, s3 high,
+    // s1, s4 medium, s5 low.
+    const testing::HandMadeBanks banks(device);
+    const MemoryBank &weak = banks.weak, &strong = banks.strong;
     const std::vector<int64_t> truth = {0, 1, 1, 0, 2, 1}, identity = {0, 1, 2};
     const BucketReport r = bucket_report(weak, strong, 1, 2, truth, identity);
     CHECK(r.counts.high == 3);
@@ -42,6 +36,7 @@ TEST_CASE("bucket report: consistency against confidence on the same numbers of 
     CHECK(r.high_clusters == 2);
     CHECK(r.high_top_share == doctest::Approx(2.0 / 3.0));
     CHECK(r.high_old_share == doctest::Approx(2.0 / 3.0));
+    CHECK(r.bank_full == doctest::Approx(5.0 / 6.0));  // μ = 1: every sample with an entry
 
     // Unknown labels are left out of both selections: with s4's label unknown, the confidence
     // order of the known samples is s0, s1, s2 (right, right, wrong), then s3 alone.
@@ -73,4 +68,5 @@ TEST_CASE("bucket report: empty banks give zero counts and NaN shares") {
   CHECK(std::isnan(r.high_top_share));
   CHECK(std::isnan(r.high_old_share));
   CHECK(std::isnan(r.high_confidence_accuracy));
+  CHECK(r.bank_full == 0.0);
 }

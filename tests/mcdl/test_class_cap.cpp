@@ -5,6 +5,7 @@
 
 #include "engine/ops.h"
 #include "mcdl/method/class_cap.h"
+#include "tests/mcdl/hand_made_banks.h"
 
 using namespace mcdl;
 
@@ -34,16 +35,10 @@ TEST_CASE("class cap: an over-full pseudo-label keeps its most confident high sa
 TEST_CASE("class cap: drawn from the banks, the weak bank's mean probability ranks a label's high samples") {
   for (Device device : {Device::cpu(), Device::cuda()}) {
     CAPTURE(device.str());
-    // μ = 1, K = 3 (as the bucket report's test): s0 (pseudo-label 0, p .9), s2 (2, .6) and s3
-    // (0, .4) are high, s1 and s4 medium, s5 low.
-    MemoryBank weak(6, 3, 1, device), strong(6, 3, 1, device);
-    const HostIndex seen({0, 1, 2, 3, 4}, device);
-    weak.update(seen, from_vector<float>({0.9f, 0.05f, 0.05f, 0.2f, 0.7f, 0.1f, 0.1f, 0.3f, 0.6f, 0.4f, 0.35f, 0.25f,
-                                          0.1f, 0.85f, 0.05f},
-                                         {5, 3}, device));
-    strong.update(seen, from_vector<float>({0.8f, 0.1f, 0.1f, 0.6f, 0.3f, 0.1f, 0.1f, 0.2f, 0.7f, 0.5f, 0.3f, 0.2f,
-                                            0.1f, 0.2f, 0.7f},
-                                           {5, 3}, device));
+    // The hand-made banks (hand_made_banks.h): s0 (pseudo-label 0, p .9), s2 (2, .6) and s3
+    // (0, .4) are high.
+    const testing::HandMadeBanks banks(device);
+    const MemoryBank &weak = banks.weak, &strong = banks.strong;
     // Cap 0.5: a label keeps ⌊0.5 · 6 / 3⌋ = 1 high sample, so label 0 drops s3 (.4 < .9).
     CHECK(class_cap_demotions(weak, strong, 1, 0.5) == std::vector<uint8_t>{0, 0, 0, 1, 0, 0});
     CHECK(class_cap_demotions(weak, strong, 1, 1.0) == std::vector<uint8_t>(6, 0));
