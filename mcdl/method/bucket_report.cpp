@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -12,17 +11,12 @@
 namespace mcdl {
 namespace {
 
-std::vector<int64_t> every_sample(int64_t n) {
-  std::vector<int64_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), int64_t{0});
-  return all;
-}
-
 // The weak bank's latest prediction of each sample that has one: its slot, confidence (the
 // largest probability) and argmax; read from the rings on the device, two [n] vectors copied back.
 struct LatestPredictions {
   std::vector<int64_t> slots, classes;
   std::vector<float> confidence;
+  int64_t full = 0;  // samples whose window holds μ predictions
 };
 LatestPredictions latest_predictions(const MemoryBank& bank) {
   const std::map<std::string, Tensor> state = bank.state();
@@ -32,6 +26,7 @@ LatestPredictions latest_predictions(const MemoryBank& bank) {
   std::vector<int64_t> entries;  // rows of the [N·μ, K] probabilities
   const int64_t mu = bank.mu();
   for (int64_t i = 0; i < bank.num_samples(); ++i) {
+    if (filled[static_cast<size_t>(i)] == mu) ++latest.full;
     if (filled[static_cast<size_t>(i)] == 0) continue;
     latest.slots.push_back(i);
     entries.push_back(i * mu + (position[static_cast<size_t>(i)] + mu - 1) % mu);
@@ -52,7 +47,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const int64_t n = bank_weak.num_samples();
   NoGradGuard no_grad;
   const SampleBuckets buckets =
-      bucket_samples(bank_weak, bank_strong, HostIndex(every_sample(n), bank_weak.device()), mu);
+      bucket_samples(bank_weak, bank_strong, HostIndex(every_slot(n), bank_weak.device()), mu);
   const auto& [high, medium, low, mode_w] = buckets;
   report.counts = buckets.counts();
   auto mapped = [&](int64_t cluster) {
@@ -112,10 +107,7 @@ BucketReport bucket_report(const MemoryBank& bank_weak, const MemoryBank& bank_s
   const double size = static_cast<double>(high.size());
   report.high_top_share = high.empty() ? std::nan("") : static_cast<double>(largest) / size;
   report.high_old_share = high.empty() ? std::nan("") : static_cast<double>(old) / size;
-
-  const std::vector<int64_t> filled = bank_weak.state().at("filled").to(Device::cpu()).to_vector<int64_t>();
-  const auto full = std::count(filled.begin(), filled.end(), bank_weak.mu());
-  report.bank_full = n == 0 ? std::nan("") : static_cast<double>(full) / static_cast<double>(n);
+  report.bank_full = n == 0 ? std::nan("") : static_cast<double>(latest.full) / static_cast<double>(n);
   return report;
 }
 

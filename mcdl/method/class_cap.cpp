@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -47,10 +46,8 @@ std::vector<uint8_t> class_cap_demotions(const std::vector<int64_t>& high_slots,
 std::vector<uint8_t> class_cap_demotions(const MemoryBank& bank_weak, const MemoryBank& bank_strong, int64_t mu,
                                          double cap) {
   const int64_t n = bank_weak.num_samples();
-  std::vector<int64_t> all(static_cast<size_t>(n));
-  std::iota(all.begin(), all.end(), int64_t{0});
   NoGradGuard no_grad;
-  const SampleBuckets buckets = bucket_samples(bank_weak, bank_strong, HostIndex(all, bank_weak.device()), mu);
+  const SampleBuckets buckets = bucket_samples(bank_weak, bank_strong, HostIndex(every_slot(n), bank_weak.device()), mu);
   std::vector<int64_t> labels;
   std::vector<float> confidence;
   if (!buckets.high.empty()) {

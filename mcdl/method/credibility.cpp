@@ -1,5 +1,7 @@
 #include "mcdl/method/credibility.h"
 
+#include <numeric>
+
 #include "engine/ops/shape.h"  // concat
 #include "engine/profile.h"
 
@@ -24,6 +26,12 @@ SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank
   }
   out.weak_mode.assign(host.begin() + static_cast<std::ptrdiff_t>(n), host.end());
   return out;
+}
+
+std::vector<int64_t> every_slot(int64_t n) {
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  return all;
 }
 
 }  // namespace mcdl

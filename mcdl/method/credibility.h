@@ -27,4 +27,7 @@ struct SampleBuckets {
 SampleBuckets bucket_samples(const MemoryBank& bank_weak, const MemoryBank& bank_strong, const HostIndex& slots,
                              int64_t mu);
 
+// Slots 0..n-1: every sample of a bank, for the reports and the class cap that read them all.
+std::vector<int64_t> every_slot(int64_t n);
+
 }  // namespace mcdl
