@@ -66,7 +66,7 @@
   /* shape.h */                                                                                            \
   X(permute) X(copy_axis_block) X(slice_backward)                                                          \
   /* optim.h, random.h */                                                                                  \
-  X(sgd_update) X(adamw_update) X(uniform)                                                                 \
+  X(sgd_update) X(adamw_update) X(ema_update) X(uniform)                                                \
   /* bf16_inference.h, gemm.h */                                                                           \
   X(linear_bf16) X(linear_gelu_bf16) X(layer_norm_bf16) X(gelu_bf16) X(softmax_bf16) X(attention_bf16) \
   /* memory_bank.h */                                                                                      \

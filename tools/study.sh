@@ -46,6 +46,9 @@ declare -A config_args=(
   [robust-no-self]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup,semi"
   [robust-sup-only]="--method simgcd+mcdl --mcdl-variant robust --mcdl-losses sup"
   [robust-class-cap]="--method simgcd+mcdl --mcdl-variant robust --mcdl-class-cap 1"
+  # An EMA teacher (docs/method.md §7) and its control: SimGCD with the same teacher.
+  [robust-ema]="--method simgcd+mcdl --mcdl-variant robust --ema-teacher 0.99"
+  [simgcd-ema]="--method simgcd --ema-teacher 0.99"
 )
 configs=${STUDY_CONFIGS:-simgcd paper paper-no-sup paper-no-semi paper-no-self paper-sup-only robust robust-tau-0.04 \
 robust-norm-high robust-no-ramp robust-threshold robust-early-start robust-no-sup robust-no-semi robust-no-self \

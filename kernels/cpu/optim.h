@@ -49,4 +49,12 @@ void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, double* st
   });
 }
 
+// An exponential moving average of a parameter, in place: a = m·a + (1 − m)·v, as DINO's and
+// the mean teacher's param_k.mul_(m).add_((1 − m)·param_q) (each product rounded to T, then the sum).
+template <class T>
+void ema_update(T* average, const T* value, int64_t n, double momentum) {
+  const T m = static_cast<T>(momentum), one_minus_m = static_cast<T>(1.0 - momentum);
+  parallel_for(n, [&](int64_t i) { average[i] = average[i] * m + one_minus_m * value[i]; });
+}
+
 }  // namespace mcdl::cpu

@@ -48,6 +48,11 @@ __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
   }
 }
 
+template <class T>
+__global__ void ema_kernel(T* average, const T* value, int64_t n, T momentum, T one_minus_momentum) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) average[i] = average[i] * momentum + one_minus_momentum * value[i];
+}
+
 }  // namespace
 
 template <class T>
@@ -73,9 +78,17 @@ void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, double* st
          exp_avg_sq, static_cast<const double*>(step_count), n, c.lr, c.beta1, c.beta2, k);
 }
 
+template <class T>
+void ema_update(T* average, const T* value, int64_t n, double momentum) {
+  if (n == 0) return;
+  launch(ema_kernel<T>, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), average, value, n,
+         static_cast<T>(momentum), static_cast<T>(1.0 - momentum));
+}
+
 #define MCDL_INSTANTIATE_OPTIM(T)                                                                        \
   template void sgd_update<T>(T*, const T*, T*, int64_t, const SgdCoefficients&, bool);                 \
-  template void adamw_update<T>(T*, const T*, T*, T*, double*, int64_t, const AdamWCoefficients&);
+  template void adamw_update<T>(T*, const T*, T*, T*, double*, int64_t, const AdamWCoefficients&);     \
+  template void ema_update<T>(T*, const T*, int64_t, double);
 MCDL_INSTANTIATE_OPTIM(float)
 MCDL_INSTANTIATE_OPTIM(double)
 

@@ -22,4 +22,8 @@ template <class T>
 void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, double* step_count, int64_t n,
                   const AdamWCoefficients& c);
 
+// a = m·a + (1 − m)·v in place, as kernels/cpu/optim.h's ema_update (the same roundings).
+template <class T>
+void ema_update(T* average, const T* value, int64_t n, double momentum);
+
 }  // namespace mcdl::cuda

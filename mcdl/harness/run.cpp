@@ -156,6 +156,7 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
     }
     terms.insert(terms.begin(), total);
     backward_and_step(total, trained_->optimizer());
+    trained_->after_step();
     if (!log.record(terms, batch.batch, progress_.iterations)) {
       progress_.stop = true;
       break;

@@ -42,6 +42,7 @@ struct BaseStep {
   Tensor projection;          // [2B, P]: the rows MCDL's L_sup acts on (where the method's SupCon does)
   Tensor logits;              // [2B, K] the classifier's logits, where the method has a classifier head
   Tensor features;            // [2B, D] the backbone's CLS features, where the method keeps them
+  Tensor teacher_logits;      // [2B, K] an EMA teacher's logits of the same views, where the method has one
 };
 
 // The clusters a method predicted at the end of an epoch for images whose labels the run knows,
@@ -90,6 +91,8 @@ class TrainedMethod : public BaseMethod {
   virtual std::vector<std::string> loss_names() const = 0;
   virtual std::string total_name() const = 0;
   virtual BaseStep step(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch) = 0;
+  // After each optimizer step (an EMA teacher follows the model).
+  virtual void after_step() {}
 
   // Per-sample predictions, for MCDL: the logits of a step's weak views [2B, K] (the banks read
   // them detached), and of other images [n, ...] → [n, K] (with a graph unless a NoGradGuard is
@@ -97,6 +100,12 @@ class TrainedMethod : public BaseMethod {
   virtual void enable_predictions(bool resume) = 0;
   virtual Tensor weak_logits(const BaseStep& step) = 0;
   virtual Tensor logits(const Tensor& images) = 0;
+  // An EMA teacher's logits of other images [n, ...] → [n, K], without a graph; undefined where
+  // the method has no teacher (then MCDL's banks read the model's own predictions).
+  virtual Tensor teacher_logits(const Tensor& images) {
+    (void)images;
+    return Tensor();
+  }
 
   // The checkpoint: its tensors under their prefixes, the model configuration (JSON) and the
   // frozen blocks' fingerprint for the metadata; and the same read back on --resume.

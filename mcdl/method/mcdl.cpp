@@ -32,8 +32,20 @@ McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const Loade
   const ProfileRange range(batch.views[0].device(), "mcdl");
   const Tensor weak_logits = base.weak_logits(base_step);
   const auto logits = [&base](const Tensor& images) { return base.logits(images); };
-  const McdlBatch step_batch{weak_logits,     base_step.projection, batch.views[0], batch.views[2], labels.labels,
-                             labels.labelled, labels.bank_index,    epoch,          batch.batch};
+  // An EMA teacher divides and labels: its predictions fill the banks (mcdl_step.h).
+  const Tensor& teacher_weak = base_step.teacher_logits;
+  const Tensor teacher_strong = teacher_weak.defined() ? base.teacher_logits(batch.views[2]) : Tensor();
+  const McdlBatch step_batch{weak_logits,
+                             base_step.projection,
+                             batch.views[0],
+                             batch.views[2],
+                             labels.labels,
+                             labels.labelled,
+                             labels.bank_index,
+                             epoch,
+                             batch.batch,
+                             teacher_weak.defined() ? &teacher_weak : nullptr,
+                             teacher_strong.defined() ? &teacher_strong : nullptr};
   McdlTerms terms = step_.run(logits, step_batch, bank_weak_, bank_strong_, losses);
   std::vector<int64_t> rows;
   for (size_t i = 0; i < labels.labelled.size(); ++i)

@@ -30,7 +30,8 @@ Tensor add_mcdl_losses(const Tensor& base, const McdlTerms& terms, double lambda
 
 McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch, MemoryBank& bank_weak,
                         MemoryBank& bank_strong, bool losses) {
-  const auto& [weak_logits, weak_projection, weak1, strong, labels, labelled, bank_index, epoch, iteration] = batch;
+  const auto& [weak_logits, weak_projection, weak1, strong, labels, labelled, bank_index, epoch, iteration,
+               teacher_weak_logits, teacher_strong_logits] = batch;
   const Device device = weak1.device();
   const int64_t b = weak1.size(0);
   const double temp = settings_.student_temp;
@@ -61,10 +62,11 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     const ProfileRange range(device, "mcdl_banks");
     {
       NoGradGuard no_grad;
-      const Tensor logits = weak_logits.detach();
+      const Tensor logits = (teacher_weak_logits ? *teacher_weak_logits : weak_logits).detach();
       weak_probs = index_select(
           (softmax(slice(logits, 0, 0, b) / temp) + softmax(slice(logits, 0, b, 2 * b) / temp)) * 0.5, rows_t);
-      strong_probs = index_select(softmax(strong_logits.detach() / temp), rows_t);
+      strong_probs =
+          index_select(softmax((teacher_strong_logits ? *teacher_strong_logits : strong_logits).detach() / temp), rows_t);
     }
     bank_weak.update(slots_t, weak_probs);
     bank_strong.update(slots_t, strong_probs);

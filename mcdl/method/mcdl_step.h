@@ -39,7 +39,8 @@ using LogitsFunction = std::function<Tensor(const Tensor& images)>;
 // One batch as MCDL's step reads it. weak_logits and weak_projection: the model's logits and the
 // projections L_sup acts on for [weak1; weak2] (2B rows); labels / labelled / bank_index per
 // sample (bank_index: the slot in the banks, −1 for a labelled sample); epoch and iteration key
-// the MixMatch draw.
+// the MixMatch draw. With an EMA teacher, its logits of [weak1; weak2] and of the strong view
+// fill the banks and give L_self its targets instead of the model's (null: the model's).
 struct McdlBatch {
   const Tensor& weak_logits;
   const Tensor& weak_projection;
@@ -49,6 +50,8 @@ struct McdlBatch {
   const std::vector<uint8_t>& labelled;
   const std::vector<int64_t>& bank_index;
   int64_t epoch, iteration;
+  const Tensor* teacher_weak_logits = nullptr;
+  const Tensor* teacher_strong_logits = nullptr;
 };
 
 class McdlStep {

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/optim/ema.h"
 #include "engine/profile.h"
 #include "io/npy.h"
 #include "mcdl/run/accuracy_report.h"
@@ -90,6 +92,11 @@ SimGcd::SimGcd(const MethodContext& context)
       loss_config_(loss_config(context.config)),
       images_(context.config, context.data, context.device) {
   model_->to(context.device);
+  if (context.config.ema_teacher) {
+    teacher_ = build_model(context.config, context.clusters);
+    teacher_->to(context.device);
+    ema_update(teacher_->trainable_parameters(), model_->trainable_parameters(), 0.0);  // starts as the model
+  }
   make_optimizer();
 }
 
@@ -103,17 +110,29 @@ std::vector<std::string> SimGcd::loss_names() const { return {"cls", "cluster", 
 
 BaseStep SimGcd::step(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch) {
   const Device device = context_.device;
-  const HeadOutput out =
-      profiled(device, "forward", [&] { return model_->forward(concat({batch.views[0], batch.views[1]}, 0)); });
+  const Tensor weak = concat({batch.views[0], batch.views[1]}, 0);
+  const HeadOutput out = profiled(device, "forward", [&] { return model_->forward(weak); });
+  const Tensor teacher = teacher_ ? teacher_logits(weak) : Tensor();
   const SimGCDLossTerms loss = profiled(device, "simgcd_losses", [&] {
-    return simgcd_loss(out.logits, out.projection, labels.labels, labels.labelled, epoch, loss_config_);
+    return simgcd_loss(out.logits, out.projection, labels.labels, labels.labelled, epoch, loss_config_, teacher);
   });
   BaseStep step;
   step.total = loss.total;
   step.terms = {loss.cls, loss.cluster, loss.memax, loss.contrastive, loss.supcon};
   step.projection = out.projection;
   step.logits = out.logits;
+  step.teacher_logits = teacher;
   return step;
+}
+
+void SimGcd::after_step() {
+  if (teacher_) ema_update(teacher_->trainable_parameters(), model_->trainable_parameters(), *context_.config.ema_teacher);
+}
+
+Tensor SimGcd::teacher_logits(const Tensor& images) {
+  if (!teacher_) return Tensor();
+  NoGradGuard no_grad;
+  return profiled(context_.device, "teacher", [&] { return teacher_->forward(images).logits; });
 }
 
 std::vector<std::string> SimGcd::score_columns() const {
@@ -161,6 +180,8 @@ EpochScore SimGcd::score(int64_t epoch, bool final, MetricsRow& row) {
 void SimGcd::save(std::map<std::string, Tensor>& tensors) {
   for (auto& [name, t] : prefixed("model.", trainable_state(*model_, model_->backbone))) tensors[name] = t;
   for (auto& [name, t] : prefixed("optimizer.", optimizer_->state_dict())) tensors[name] = t;
+  if (teacher_)
+    for (auto& [name, t] : prefixed("teacher.", trainable_state(*teacher_, teacher_->backbone))) tensors[name] = t;
 }
 
 std::string SimGcd::model_config_json() const { return model_config_to_json(model_->config()); }
@@ -170,6 +191,9 @@ void SimGcd::load(const SafetensorsFile& file, const std::string& path) {
                        frozen_source(context_.config));
   make_optimizer();
   optimizer_->load_state_dict(unprefixed("optimizer.", file.tensors));
+  if (teacher_)
+    load_trainable_state(*teacher_, teacher_->backbone, unprefixed("teacher.", file.tensors), file, path,
+                         frozen_fingerprint_, frozen_source(context_.config));
 }
 
 }  // namespace mcdl

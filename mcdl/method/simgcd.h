@@ -2,7 +2,9 @@
 // cosine-classifier head (layers/simgcd_model.h), SimGCD's loss on two weak views
 // (mcdl/method/simgcd_loss.h), SGD with weight decay on weights only, and an evaluation of the
 // head's predictions on the unlabelled images (and the validation images, and the test split)
-// every --eval-every epochs and at the end. Its head gives MCDL per-sample predictions.
+// every --eval-every epochs and at the end. Its head gives MCDL per-sample predictions. With
+// --ema-teacher, an EMA of the model gives the self-distillation its targets (and MCDL's banks
+// their predictions); the model itself is what is evaluated and saved as the result.
 #pragma once
 #include <memory>
 #include <string>
@@ -39,10 +41,12 @@ class SimGcd : public TrainedMethod {
   std::vector<std::string> loss_names() const override;
   std::string total_name() const override { return "total"; }
   BaseStep step(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch) override;
+  void after_step() override;
 
   void enable_predictions(bool) override {}  // the head predicts
   Tensor weak_logits(const BaseStep& step) override { return step.logits; }
   Tensor logits(const Tensor& images) override { return model_->forward(images).logits; }
+  Tensor teacher_logits(const Tensor& images) override;
 
   EpochScore score(int64_t epoch, bool final, MetricsRow& row) override;
   std::vector<std::string> score_columns() const override;
@@ -57,6 +61,9 @@ class SimGcd : public TrainedMethod {
 
   MethodContext context_;
   std::unique_ptr<SimGCDModel> model_;
+  // --ema-teacher: the same model with the EMA of the trained parameters (null: none). The frozen
+  // blocks are its own copy of the same weights.
+  std::unique_ptr<SimGCDModel> teacher_;
   std::string frozen_fingerprint_;  // of the backbone's frozen blocks, as built (mcdl/run/frozen_backbone.h)
   std::unique_ptr<Sgd> optimizer_;
   SimGCDLossConfig loss_config_;

@@ -44,10 +44,16 @@ double teacher_temperature(const SimGCDLossConfig& config, int64_t epoch) {
   return static_cast<double>(epoch) * step + config.warmup_teacher_temp;
 }
 
-Tensor cross_view_distillation(const Tensor& logits, double student_temp, double teacher_temp) {
+Tensor cross_view_distillation(const Tensor& logits, double student_temp, double teacher_temp,
+                               const Tensor& teacher_logits) {
   check_paired_rows("cross_view_distillation", logits, "logits");
   const int64_t b = logits.size(0) / 2;
-  const Tensor teacher = softmax(logits.detach() / teacher_temp);
+  if (teacher_logits.defined()) {
+    check_same_dtype_device("cross_view_distillation", logits, teacher_logits);
+    check(teacher_logits.shape() == logits.shape(), "cross_view_distillation: teacher logits ", teacher_logits.str(),
+          " do not match logits ", logits.str());
+  }
+  const Tensor teacher = softmax((teacher_logits.defined() ? teacher_logits : logits).detach() / teacher_temp);
   // Row i of view 1 learns from the teacher of view 2 and vice versa: one mean over the 2B rows
   // is the average of the two pairs' means (both have B rows).
   const Tensor swapped = concat({slice(teacher, 0, b, 2 * b), slice(teacher, 0, 0, b)}, 0);
@@ -109,7 +115,8 @@ Tensor supcon_loss(const Tensor& features, const std::vector<int64_t>& labels, c
 }
 
 SimGCDLossTerms simgcd_loss(const Tensor& logits, const Tensor& projections, const std::vector<int64_t>& labels,
-                            const std::vector<uint8_t>& labelled, int64_t epoch, const SimGCDLossConfig& config) {
+                            const std::vector<uint8_t>& labelled, int64_t epoch, const SimGCDLossConfig& config,
+                            const Tensor& teacher_logits) {
   const char* op = "simgcd_loss";
   check_paired_rows(op, logits, "logits");
   check_paired_rows(op, projections, "projections");
@@ -146,7 +153,7 @@ SimGCDLossTerms simgcd_loss(const Tensor& logits, const Tensor& projections, con
     t.supcon = supcon_loss(l2_normalize(index_select(projections, rows)), lab_labels, every_row, config.supcon_temp,
                            config.supcon_base_temp);
   }
-  t.cluster = cross_view_distillation(logits, config.student_temp, teacher_temperature(config, epoch));
+  t.cluster = cross_view_distillation(logits, config.student_temp, teacher_temperature(config, epoch), teacher_logits);
   t.memax = mean_entropy_penalty(logits, config.student_temp);
   t.contrastive = info_nce_loss(projections, config.info_nce_temp);
   t.total = (1 - w) * (t.cluster + config.memax_weight * t.memax) + w * t.cls + (1 - w) * t.contrastive + w * t.supcon;

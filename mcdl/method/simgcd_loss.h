@@ -32,14 +32,18 @@ struct SimGCDLossTerms {
 };
 
 // logits [2B, K] (cosine logits), projections [2B, D] (not normalised), labels [B] (remapped
-// classes; only labelled rows are read), labelled [B] (0/1).
+// classes; only labelled rows are read), labelled [B] (0/1). teacher_logits: an EMA teacher's
+// logits of the same rows, the self-distillation's targets (undefined: the logits themselves).
 SimGCDLossTerms simgcd_loss(const Tensor& logits, const Tensor& projections, const std::vector<int64_t>& labels,
-                            const std::vector<uint8_t>& labelled, int64_t epoch, const SimGCDLossConfig& config);
+                            const std::vector<uint8_t>& labelled, int64_t epoch, const SimGCDLossConfig& config,
+                            const Tensor& teacher_logits = Tensor());
 
 // DistillLoss with 2 crops: the mean over the two cross-view pairs of
 // mean_b Σ_k −softmax(detached logits_t/teacher_temp)·log_softmax(logits_s/student_temp), teacher
-// view 1 → student view 2 and teacher view 2 → student view 1. logits [2B, K].
-Tensor cross_view_distillation(const Tensor& logits, double student_temp, double teacher_temp);
+// view 1 → student view 2 and teacher view 2 → student view 1. logits [2B, K]; logits_t are
+// `teacher_logits` where defined (an EMA teacher's, same shape), else the logits themselves.
+Tensor cross_view_distillation(const Tensor& logits, double student_temp, double teacher_temp,
+                               const Tensor& teacher_logits = Tensor());
 
 // log K − H(p̄) with p̄ = the mean over all rows of softmax(logits/student_temp) (SimGCD's me-max).
 Tensor mean_entropy_penalty(const Tensor& logits, double student_temp);

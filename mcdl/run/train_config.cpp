@@ -1,6 +1,7 @@
 #include "mcdl/run/train_config.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "engine/error.h"
 
@@ -27,6 +28,25 @@ TextField sup_norm_field(std::optional<SupNorm>& sup_norm) {
             else if (text == "high") sup_norm = SupNorm::high;
             else if (text == "union") sup_norm = SupNorm::labelled_and_high;
             else throw_option_error("sup-norm", "expected high, union or auto, got '" + text + "'");
+          }};
+}
+
+// --ema-teacher: off (unset) or a momentum.
+TextField ema_teacher_field(std::optional<double>& momentum) {
+  return {[&momentum] {
+            if (!momentum) return std::string("off");
+            char text[32];
+            const auto end = std::to_chars(text, text + sizeof text, *momentum).ptr;  // the shortest exact text
+            return std::string(text, end);
+          },
+          [&momentum](const std::string& text) {
+            if (text == "off") {
+              momentum.reset();
+              return;
+            }
+            double m = 0;
+            set_option({{"ema-teacher", "", &m}}, "ema-teacher", text);
+            momentum = m;
           }};
 }
 
@@ -200,6 +220,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"warmup-teacher-epochs", "epochs of the linear teacher-temperature warm-up", &c.warmup_teacher_epochs},
       {"memax-weight", "mean-entropy weight (auto: the dataset's value, CUB 2, CIFAR-100 4, others 1)", &c.memax_weight},
       {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd, gcd+mcdl: of SupCon)", &c.sup_weight},
+      {"ema-teacher", "simgcd, simgcd+mcdl: off, or the per-step momentum m of an EMA teacher (t = m·t + (1 − m)·θ "
+                      "after each step) whose predictions are the self-distillation's targets and, with MCDL, fill "
+                      "the memory banks", ema_teacher_field(c.ema_teacher)},
       {"mcdl-variant", "robust (default: the safeguards below) or paper (the paper's method exactly)",
        enum_field("mcdl-variant", &c.mcdl_variant, {{McdlVariant::paper, "paper"}, {McdlVariant::robust, "robust"}})},
       {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
@@ -285,6 +308,10 @@ void validate_config(const TrainConfig& c) {
   check(!c.self_threshold || (*c.self_threshold >= 0 && *c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or auto: the variant's)");
   check(!c.mcdl_class_cap || *c.mcdl_class_cap >= 0, "--mcdl-class-cap must be at least 0 (0: no cap; or auto)");
+  check(!c.ema_teacher || (*c.ema_teacher >= 0 && *c.ema_teacher < 1),
+        "--ema-teacher must be off or a momentum in [0, 1), got ", c.ema_teacher.value_or(0));
+  check(!c.ema_teacher || c.method == Method::simgcd || c.method == Method::simgcd_mcdl, "--ema-teacher: the ",
+        method_name(c.method), " method has no teacher (use simgcd or simgcd+mcdl)");
   check(c.val_classes >= 0, "--val-classes must not be negative");
   check(c.val_classes == 0 || !is_gcd_method(c.method), "--val-classes: the ", method_name(c.method),
         " method does not score validation images (use simgcd or simgcd+mcdl)");

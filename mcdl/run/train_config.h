@@ -101,6 +101,9 @@ struct TrainConfig {
   int64_t warmup_teacher_epochs = 30;
   std::optional<double> memax_weight;  // unset: the dataset's value (CUB 2, CIFAR-100 4, others 1)
   double sup_weight = 0.35;            // also GCD's sup_con_weight
+  // An EMA teacher (simgcd, simgcd+mcdl): unset, none; else its per-step momentum. It gives the
+  // self-distillation its targets and, with MCDL, feeds the banks (docs/method.md §7).
+  std::optional<double> ema_teacher;
   // MCDL. Unset values are the variant's (resolve_defaults).
   McdlVariant mcdl_variant = McdlVariant::robust;  // paper (docs/method.md exactly) or robust
   int64_t mu = 16;                     // memory bank length

@@ -1,4 +1,4 @@
-// The fused SGD and AdamW updates on the device: the same steps on CPU parameters and on CUDA
+// The fused SGD, AdamW and EMA updates on the device: the same steps on CPU parameters and on CUDA
 // parameters (two groups, a parameter that never has a gradient, one skipped for a step) give
 // the same parameters and state; the state stays on the device and its state dict round-trips,
 // on the device and across devices.
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/optim/adamw.h"
+#include "engine/optim/ema.h"
 #include "engine/optim/sgd.h"
 #include "tests/cuda/parity.h"
 
@@ -184,4 +185,14 @@ TEST_CASE("cuda optim: state dicts round-trip on the device and across devices")
   check_state_dict_round_trip("SGD", sgd({0.9, true}), DType::f32);
   check_state_dict_round_trip("AdamW", adamw(), DType::f32);
   check_state_dict_round_trip("AdamW", adamw(), DType::f64);
+}
+
+TEST_CASE("cuda optim: the EMA update matches the CPU (f32 and f64, a length no block size divides)") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const Tensor average = leaf({3, 197}, 7, -1.0, 1.0, dtype).detach(), live = leaf({3, 197}, 8, -1.0, 1.0, dtype).detach();
+    const Tensor cpu_average = average.clone(), cuda_average = average.to(Device::cuda()).clone();
+    ema_update({{"w", cpu_average}}, {{"w", live}}, 0.99);
+    ema_update({{"w", cuda_average}}, {{"w", live.to(Device::cuda())}}, 0.99);
+    check_close(std::string("EMA ") + dtype_name(dtype), cpu_average, cuda_average.to(Device::cpu()), 1e-7, 1e-7);
+  }
 }

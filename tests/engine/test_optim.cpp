@@ -2,6 +2,7 @@
 
 #include "engine/ops/linalg.h"
 #include "engine/optim/adamw.h"
+#include "engine/optim/ema.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
 #include "tests/gradcheck.h"
@@ -282,4 +283,27 @@ TEST_CASE("schedules: cosine annealing and linear warm-up at several epochs") {
                     doctest::Contains("WarmupCosine: expected 0 <= warmup_epochs < total_epochs, got 10 and 10"));
   CHECK_THROWS_WITH(WarmupCosine(-1.0, 2, 0.1, 10), doctest::Contains("WarmupCosine: start_lr must be finite"));
   CHECK_THROWS_WITH(warmup.lr_at(-2), doctest::Contains("WarmupCosine: epoch must be >= 0, got -2"));
+}
+
+TEST_CASE("EMA: a = m·a + (1 − m)·v in place, momentum 0 copies, 1 keeps; mismatches are named") {
+  Tensor a = vec({1.0, -2.0, 4.0}), v = vec({3.0, 2.0, 0.0});
+  ema_update({{"p", a}}, {{"p", v}}, 0.75);
+  check_values(a, {1.5, -1.0, 3.0}, 0);  // 0.75·a + 0.25·v
+  ema_update({{"p", a}}, {{"p", v}}, 1.0);
+  check_values(a, {1.5, -1.0, 3.0}, 0);
+  ema_update({{"p", a}}, {{"p", v}}, 0.0);
+  check_values(a, {3.0, 2.0, 0.0}, 0);
+  check_values(v, {3.0, 2.0, 0.0}, 0);  // the live tensor is only read
+
+  // f32: each product rounded to float, then the sum (PyTorch's mul_(m).add_((1 − m)·v)).
+  Tensor a32 = vec({0.1}, DType::f32), v32 = vec({0.7}, DType::f32);
+  ema_update({{"p", a32}}, {{"p", v32}}, 0.99);
+  const float expected = 0.1f * 0.99f + static_cast<float>(1.0 - 0.99) * 0.7f;
+  CHECK(a32.to_vector<float>()[0] == expected);
+
+  Tensor b = vec({1.0, 2.0});
+  CHECK_THROWS_WITH(ema_update({{"p", a}}, {{"q", a}}, 0.5), doctest::Contains("'p' in the average and 'q'"));
+  CHECK_THROWS_WITH(ema_update({{"p", a}}, {{"p", b}}, 0.5), doctest::Contains("'p' differs in shape"));
+  CHECK_THROWS_WITH(ema_update({{"p", a}}, {}, 0.5), doctest::Contains("1 averaged parameters against 0"));
+  CHECK_THROWS_WITH(ema_update({{"p", a}}, {{"p", v}}, 1.5), doctest::Contains("momentum must be in [0, 1]"));
 }

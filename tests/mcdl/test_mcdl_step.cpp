@@ -13,8 +13,10 @@
 #include "layers/simgcd_model.h"
 #include "mcdl/method/dcl_loss.h"
 #include "mcdl/method/mcdl_step.h"
+#include "tests/gradcheck.h"
 
 using namespace mcdl;
+using mcdl::testing::random_tensor;
 
 namespace {
 
@@ -52,6 +54,17 @@ struct Fixture {
     McdlStep step(mcdl_settings(config));
     step.set_demoted(std::move(demoted));
     return step.run(logits, batch, weak, strong, true);
+  }
+
+  // One step with an EMA teacher's logits of the weak views [2B, K] and of the strong view [B, K],
+  // into the given banks.
+  McdlTerms run_with_teacher(const TrainConfig& config, const Tensor& teacher_weak, const Tensor& teacher_strong,
+                             MemoryBank& weak, MemoryBank& strong) {
+    const HeadOutput out = model.forward(concat({images, images}, 0));
+    const auto logits = [this](const Tensor& x) { return model.forward(x).logits; };
+    const McdlBatch batch{out.logits, out.projection, images,        images,         labels, labelled,
+                          bank_index, 0,              0,             &teacher_weak,  &teacher_strong};
+    return McdlStep(mcdl_settings(config)).run(logits, batch, weak, strong, true);
   }
 };
 
@@ -271,4 +284,37 @@ TEST_CASE("mcdl step: the class cap's demoted high samples leave L_sup and join 
   CHECK(capped.sup.item() != doctest::Approx(uncapped.sup.item()).epsilon(1e-6));
   CHECK(capped.semi.item() != doctest::Approx(uncapped.semi.item()).epsilon(1e-6));  // soft targets for two rows
   CHECK(same_bits(capped.self, uncapped.self));  // L_self does not read the buckets
+}
+
+TEST_CASE("mcdl step: an EMA teacher's predictions fill both banks and are L_self's targets") {
+  Fixture f;
+  const TrainConfig config = step_config("robust");
+  const Tensor teacher_weak = random_tensor({2 * kBatch, kClasses}, 11, -3.0, 3.0, DType::f32),
+               teacher_strong = random_tensor({kBatch, kClasses}, 12, -3.0, 3.0, DType::f32);
+  MemoryBank weak(kBatch - kLabelled, kClasses, config.mu), strong(kBatch - kLabelled, kClasses, config.mu);
+  const McdlTerms with_teacher = f.run_with_teacher(config, teacher_weak, teacher_strong, weak, strong);
+  // Rows 2–7 are the unlabelled ones, in bank slots 0–5; τ = the classifier's temperature 0.1.
+  std::vector<int64_t> rows, slots;
+  for (int64_t i = kLabelled; i < kBatch; ++i) {
+    rows.push_back(i);
+    slots.push_back(i - kLabelled);
+  }
+  const HostIndex rows_t(rows, Device::cpu()), slots_t(slots, Device::cpu());
+  const Tensor expected_weak = index_select(
+      (softmax(slice(teacher_weak, 0, 0, kBatch) / 0.1) + softmax(slice(teacher_weak, 0, kBatch, 2 * kBatch) / 0.1)) * 0.5,
+      rows_t);
+  const Tensor expected_strong = index_select(softmax(teacher_strong / 0.1), rows_t);
+  const auto close = [](const Tensor& a, const Tensor& b) {
+    const auto x = a.to(DType::f64).to_vector<double>(), y = b.to(DType::f64).to_vector<double>();
+    REQUIRE(x.size() == y.size());
+    for (size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(y[i]).epsilon(1e-6));
+  };
+  close(weak.mean_probs(slots_t), expected_weak);
+  close(strong.mean_probs(slots_t), expected_strong);
+  // L_self: the teacher's weak probabilities teach the model's strong view.
+  const Tensor model_strong = f.model.forward(f.images).logits;
+  CHECK(with_teacher.self.item() ==
+        doctest::Approx(self_loss(expected_weak, index_select(model_strong, rows_t), config.tau_u, 0.1).item())
+            .epsilon(1e-6));
+  CHECK(with_teacher.self.item() != f.run(config).self.item());
 }

@@ -183,3 +183,34 @@ TEST_CASE("simgcd loss: argument errors name the function and the shapes") {
   CHECK_THROWS_WITH(info_nce_loss(zeros({3, 2}), 1.0), doctest::Contains("info_nce_loss: projections must be"));
   CHECK_THROWS_WITH(mean_entropy_penalty(zeros({0, 2}), 0.1), doctest::Contains("mean_entropy_penalty: logits"));
 }
+
+TEST_CASE("simgcd loss: an EMA teacher's logits are the self-distillation's targets, and get no gradient") {
+  const SimGCDLossConfig config;
+  const Tensor logits = random_tensor({8, 5}, 1), projections = random_tensor({8, 6}, 2);
+  // The logits' own values as the teacher's: every term bit for bit as without a teacher.
+  const SimGCDLossTerms own = simgcd_loss(logits, projections, small_labels, small_labelled, 5, config);
+  const SimGCDLossTerms same =
+      simgcd_loss(logits, projections, small_labels, small_labelled, 5, config, logits.clone());
+  CHECK(own.total.item() == same.total.item());
+  CHECK(own.cluster.item() == same.cluster.item());
+  // Another teacher: only the distillation term moves; with the targets fixed it is a plain
+  // function of the student's logits, so its gradient is checked by finite differences.
+  const Tensor teacher = random_tensor({8, 5}, 3);
+  const SimGCDLossTerms other = simgcd_loss(logits, projections, small_labels, small_labelled, 5, config, teacher);
+  CHECK(other.cluster.item() != own.cluster.item());
+  CHECK(other.memax.item() == own.memax.item());
+  CHECK(other.cls.item() == own.cls.item());
+  // Row i of view 1 learns from the teacher's row i of view 2 and vice versa.
+  const Tensor swapped = concat({slice(teacher, 0, 4, 8), slice(teacher, 0, 0, 4)}, 0);
+  const double by_hand = cross_entropy_soft(logits / 0.1, softmax(swapped / 0.04)).item();
+  CHECK(cross_view_distillation(logits, 0.1, 0.04, teacher).item() == doctest::Approx(by_hand).epsilon(1e-12));
+  check_op("cross_view_distillation with a teacher",
+           [teacher](auto& x) { return cross_view_distillation(x[0], 0.1, 0.04, teacher.to(x[0].dtype())); },
+           {random_tensor({8, 5}, 4).set_requires_grad(true)});
+  const Tensor student = random_tensor({8, 5}, 5).set_requires_grad(true), graded = teacher.clone().set_requires_grad(true);
+  cross_view_distillation(student, 0.1, 0.04, graded).backward();
+  CHECK(student.grad().defined());
+  CHECK(!graded.grad().defined());
+  CHECK_THROWS_WITH(cross_view_distillation(logits, 0.1, 0.04, random_tensor({8, 4}, 6)),
+                    doctest::Contains("teacher logits"));
+}
