@@ -49,6 +49,8 @@ declare -A config_args=(
   # An EMA teacher (docs/method.md §7) and its control: SimGCD with the same teacher.
   [robust-ema]="--method simgcd+mcdl --mcdl-variant robust --ema-teacher 0.99"
   [simgcd-ema]="--method simgcd --ema-teacher 0.99"
+  # The losses started by how full the banks are, at the paper's CUB fill (docs/fmnist-pairs.md).
+  [robust-start-fill]="--method simgcd+mcdl --mcdl-variant robust --mcdl-start-fill 0.57"
 )
 configs=${STUDY_CONFIGS:-simgcd paper paper-no-sup paper-no-semi paper-no-self paper-sup-only robust robust-tau-0.04 \
 robust-norm-high robust-no-ramp robust-threshold robust-early-start robust-no-sup robust-no-semi robust-no-self \

@@ -129,14 +129,11 @@ std::vector<std::string> Run::loss_names() const {
 }
 
 bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
-  const double mcdl_weight = mcdl_ ? mcdl_->loss_weight(epoch) : 0.0;
+  const double mcdl_weight = mcdl_ ? mcdl_->begin_epoch(epoch) : 0.0;
   const EpochPlan plan = plan_epoch(config_, data_, epoch);
   const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
-  if (mcdl_) {
-    views.push_back(ViewKind::strong);  // MCDL's strong view (docs/method.md §2)
-    mcdl_->begin_epoch(mcdl_weight > 0);
-  }
+  if (mcdl_) views.push_back(ViewKind::strong);  // MCDL's strong view (docs/method.md §2)
   BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
   loader.start(epoch, plan.batches);
 

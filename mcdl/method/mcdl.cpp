@@ -1,5 +1,6 @@
 #include "mcdl/method/mcdl.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/autograd.h"
@@ -20,11 +21,35 @@ Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clust
       bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
       step_(settings) {}
 
-void Mcdl::begin_epoch(bool losses) {
-  if (settings_.class_cap > 0 && losses)
+namespace {
+
+// The share of the bank's samples whose window holds μ predictions.
+double full_share(const MemoryBank& bank) {
+  if (bank.num_samples() == 0) return 0.0;
+  const std::vector<int64_t> filled = bank.state().at("filled").to(Device::cpu()).to_vector<int64_t>();
+  const auto full = std::count(filled.begin(), filled.end(), bank.mu());
+  return static_cast<double>(full) / static_cast<double>(bank.num_samples());
+}
+
+}  // namespace
+
+double Mcdl::begin_epoch(int64_t epoch) {
+  double weight = 0.0;
+  if (settings_.start_fill <= 0) {
+    weight = mcdl_loss_weight(settings_, epoch);
+  } else {
+    if (!fill_start_ && epoch >= settings_.start && full_share(bank_weak_) >= settings_.start_fill) fill_start_ = epoch;
+    if (fill_start_) {
+      McdlSettings from_fill = settings_;
+      from_fill.start = *fill_start_;
+      weight = mcdl_loss_weight(from_fill, epoch);
+    }
+  }
+  if (settings_.class_cap > 0 && weight > 0)
     step_.set_demoted(class_cap_demotions(bank_weak_, bank_strong_, settings_.mu, settings_.class_cap));
   else
     step_.set_demoted({});
+  return weight;
 }
 
 McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const LoadedBatch& batch,
@@ -106,11 +131,19 @@ std::string Mcdl::append_validation(MetricsRow& row, const std::vector<int64_t>&
 void Mcdl::save(std::map<std::string, Tensor>& tensors) const {
   for (auto& [name, t] : prefixed("bank_weak.", bank_weak_.state())) tensors[name] = t;
   for (auto& [name, t] : prefixed("bank_strong.", bank_strong_.state())) tensors[name] = t;
+  if (fill_start_) tensors["mcdl.fill_start"] = from_vector<int64_t>({*fill_start_}, {1});
 }
 
 void Mcdl::load(const std::map<std::string, Tensor>& tensors) {
   bank_weak_.load_state(unprefixed("bank_weak.", tensors));
   bank_strong_.load_state(unprefixed("bank_strong.", tensors));
+  const auto fill_start = tensors.find("mcdl.fill_start");
+  fill_start_.reset();
+  if (fill_start != tensors.end()) {
+    check(fill_start->second.dtype() == DType::i64 && fill_start->second.numel() == 1,
+          "checkpoint: mcdl.fill_start must be one i64, got ", fill_start->second.str());
+    fill_start_ = fill_start->second.to(Device::cpu()).to_vector<int64_t>()[0];
+  }
 }
 
 }  // namespace mcdl

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,16 +28,17 @@ class Mcdl {
   Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device);
 
   static std::vector<std::string> loss_names() { return {"l_sup", "l_semi", "l_self"}; }
-  // The factor on MCDL's losses in `epoch` (0 before they start: the banks still fill).
-  double loss_weight(int64_t epoch) const { return mcdl_loss_weight(settings_, epoch); }
   // The base method's loss plus MCDL's terms at the epoch's weight (mcdl_step.h).
   Tensor total(const Tensor& base, const McdlTerms& terms, double weight) const {
     return add_mcdl_losses(base, terms, settings_.lambda, weight);
   }
 
-  // Before an epoch's steps: with --mcdl-class-cap and the losses on, the cap's demotions drawn
-  // from the banks as they are now (mcdl/method/class_cap.h).
-  void begin_epoch(bool losses);
+  // Before an epoch's steps: the factor on MCDL's losses in `epoch` (0 before they start: the
+  // banks still fill). They start at settings.start, or with start_fill > 0 at the first epoch
+  // from there whose start finds that share of the unlabelled images with a full weak window (the
+  // ramp then counts from that epoch). With --mcdl-class-cap and the losses on, the cap's
+  // demotions are drawn from the banks as they are now (mcdl/method/class_cap.h).
+  double begin_epoch(int64_t epoch);
 
   // MCDL's part of a step after the base method's: batch.views[0] is the first weak view,
   // batch.views[2] the strong one.
@@ -58,7 +60,8 @@ class Mcdl {
   static std::vector<std::string> view_columns() { return {"labelled_weak_acc", "labelled_strong_acc"}; }
   void append_view_accuracy(MetricsRow& row);
 
-  // The checkpoint's part: "bank_weak.*" and "bank_strong.*".
+  // The checkpoint's part: "bank_weak.*", "bank_strong.*" and, once a fill has started the
+  // losses, "mcdl.fill_start" (the epoch, i64 [1]).
   void save(std::map<std::string, Tensor>& tensors) const;
   void load(const std::map<std::string, Tensor>& tensors);
 
@@ -71,6 +74,7 @@ class Mcdl {
   std::vector<Tensor> weak_argmax_, strong_argmax_;
   MemoryBank bank_weak_, bank_strong_;
   McdlStep step_;
+  std::optional<int64_t> fill_start_;  // the epoch a bank fill started the losses (start_fill > 0)
 };
 
 }  // namespace mcdl

@@ -151,6 +151,7 @@ TrainConfig resolve_defaults(TrainConfig c) {
   if (!c.mcdl_ramp) c.mcdl_ramp = robust ? std::max<int64_t>(1, c.epochs / 10) : 0;
   if (!c.self_threshold) c.self_threshold = 0.0;  // robust too: the validation runs gained nothing from a mask
   if (!c.mcdl_class_cap) c.mcdl_class_cap = 0.0;  // both: no validation run has earned it the default yet
+  if (!c.mcdl_start_fill) c.mcdl_start_fill = 0.0;  // both: the start is an epoch
   // SimGCD's scripts: CUB 2, CIFAR-100 4, every other dataset 1.
   if (!c.memax_weight) c.memax_weight = c.dataset == "cub" ? 2.0 : c.dataset == "cifar100" ? 4.0 : 1.0;
   // GCD's k_means.py script; sklearn's n_init and max_iter.
@@ -172,6 +173,7 @@ McdlSettings mcdl_settings(const TrainConfig& resolved) {
   s.mix_alpha = c.mix_alpha;
   s.self_threshold = *c.self_threshold;
   s.class_cap = *c.mcdl_class_cap;
+  s.start_fill = *c.mcdl_start_fill;
   s.sup_norm = *c.sup_norm;
   s.losses = c.mcdl_losses;
   s.student_temp = c.student_temp;
@@ -242,6 +244,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"mcdl-class-cap", "class-balanced high bucket: a pseudo-label keeps at most this many times N/K high samples, "
                          "its least confident others count as medium (0: no cap; auto: 0 in both variants)",
        &c.mcdl_class_cap},
+      {"mcdl-start-fill", "the MCDL losses start at the first epoch (from --mcdl-start) whose start finds this share of "
+                          "the unlabelled images with a full weak window (mu predictions); the ramp counts from there "
+                          "(0: at --mcdl-start; auto: 0 in both variants)", &c.mcdl_start_fill},
       {"tau-u", "sharpening temperature", &c.tau_u},
       {"mix-alpha", "MixMatch Beta(alpha, alpha)", &c.mix_alpha},
       {"gcd-head-out", "gcd, gcd+mcdl: width of the head's last layer, where the contrastive losses act", &c.gcd_head_out},
@@ -308,6 +313,8 @@ void validate_config(const TrainConfig& c) {
   check(!c.self_threshold || (*c.self_threshold >= 0 && *c.self_threshold <= 1),
         "--self-threshold must be in [0, 1] (or auto: the variant's)");
   check(!c.mcdl_class_cap || *c.mcdl_class_cap >= 0, "--mcdl-class-cap must be at least 0 (0: no cap; or auto)");
+  check(!c.mcdl_start_fill || (*c.mcdl_start_fill >= 0 && *c.mcdl_start_fill <= 1),
+        "--mcdl-start-fill must be in [0, 1] (0: start at --mcdl-start; or auto)");
   check(!c.ema_teacher || (*c.ema_teacher >= 0 && *c.ema_teacher < 1),
         "--ema-teacher must be off or a momentum in [0, 1), got ", c.ema_teacher.value_or(0));
   check(!c.ema_teacher || c.method == Method::simgcd || c.method == Method::simgcd_mcdl, "--ema-teacher: the ",

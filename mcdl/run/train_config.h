@@ -116,6 +116,9 @@ struct TrainConfig {
   std::optional<int64_t> mcdl_ramp;    // epochs of the linear ramp of the MCDL losses' weights (paper 0)
   std::optional<double> self_threshold;  // L_self only where max p_w reaches this (0 in both variants)
   std::optional<double> mcdl_class_cap;  // a pseudo-label's most high samples, × N/K (0: no cap; both variants)
+  // The losses start at the first epoch from mcdl_start whose start finds this share of the
+  // unlabelled images with a full weak window; the ramp counts from there (0: at mcdl_start; both variants).
+  std::optional<double> mcdl_start_fill;
   double tau_u = 0.7;                  // sharpening temperature
   double mix_alpha = 0.5;              // MixMatch Beta(α, α)
   // GCD baseline (docs/reference-facts.md §3): the head MLP uses head_hidden / head_bottleneck / head_init_std.
@@ -138,7 +141,7 @@ struct TrainConfig {
 };
 
 // Every unset setting that depends only on the settings themselves replaced by its value: the
-// MCDL variant's (mcdl_start, tau_s, sup_norm, mcdl_ramp, self_threshold, mcdl_class_cap), the dataset's mean-
+// MCDL variant's (mcdl_start, tau_s, sup_norm, mcdl_ramp, self_threshold, mcdl_class_cap, mcdl_start_fill), the dataset's mean-
 // entropy weight, the method's k-means restarts and iterations. What depends on the machine or
 // the data (precision, eval_on, clusters, workers, grad_from_block) is resolved where that is
 // known, at the run's start (mcdl/harness/run.cpp).
@@ -150,6 +153,7 @@ struct McdlSettings {
   int64_t mu = 16, start = 0, ramp = 0;
   double lambda = 0.35, tau_s = 0.07, tau_u = 0.7, mix_alpha = 0.5, self_threshold = 0.0;
   double class_cap = 0.0;  // 0: off (mcdl/method/class_cap.h)
+  double start_fill = 0.0;  // 0: the losses start at `start` (mcdl/method/mcdl.h)
   SupNorm sup_norm = SupNorm::labelled_and_high;
   McdlLosses losses;
   double student_temp = 0.1, sup_weight = 0.35;  // the classifier's temperature, SimGCD's SupCon weight
