@@ -5,6 +5,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/settings.h"
 
 namespace mcdl {
 namespace {
@@ -37,7 +38,36 @@ Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor) {
   return taps;
 }
 
+// The graph path: the patch rows of pos_embed times the 2-D weight matrix (see the header).
+Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, double scale_w, int64_t out_h,
+                       int64_t out_w) {
+  const std::vector<double> rows = bicubic_matrix(g, out_h, scale_h), cols = bicubic_matrix(g, out_w, scale_w);
+  std::vector<double> weights(static_cast<size_t>(out_h * out_w * g * g));
+  for (int64_t oy = 0; oy < out_h; ++oy)
+    for (int64_t ox = 0; ox < out_w; ++ox)
+      for (int64_t iy = 0; iy < g; ++iy)
+        for (int64_t ix = 0; ix < g; ++ix)
+          weights[static_cast<size_t>(((oy * out_w + ox) * g + iy) * g + ix)] =
+              rows[static_cast<size_t>(oy * g + iy)] * cols[static_cast<size_t>(ox * g + ix)];
+  const int64_t d = pos_embed.size(2);
+  const Tensor matrix = from_vector(weights, {out_h * out_w, g * g}).to(pos_embed.dtype()).to(pos_embed.device());
+  const ScopedEngineSettings fp32(&EngineSettings::matmul_precision, MatmulPrecision::fp32);
+  Tensor patches = matmul(matrix, reshape(slice(pos_embed, 1, 1, 1 + g * g), {g * g, d}));
+  return concat({slice(pos_embed, 1, 0, 1), reshape(patches, {1, out_h * out_w, d})}, 1);
+}
+
 }  // namespace
+
+std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor) {
+  check(in_size > 0 && out_size > 0 && scale_factor > 0, "bicubic_matrix: bad sizes ", in_size, " -> ", out_size,
+        " or scale ", scale_factor);
+  const Taps taps = cubic_taps(in_size, out_size, scale_factor);
+  std::vector<double> matrix(static_cast<size_t>(out_size * in_size), 0.0);
+  for (int64_t o = 0; o < out_size; ++o)
+    for (int64_t k = 0; k < 4; ++k)
+      matrix[static_cast<size_t>(o * in_size + taps.index[4 * o + k])] += taps.weight[4 * o + k];
+  return matrix;
+}
 
 std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
                                    double scale_h, double scale_w, int64_t& out_h, int64_t& out_w) {
@@ -78,21 +108,23 @@ Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_
 
   const auto g = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   check(g * g == n, "interpolate_pos_encoding: pos_embed ", pos_embed.str(), " does not hold a square grid of patches");
-  check(!pos_embed.requires_grad() || !grad_enabled(), "interpolate_pos_encoding: resizing pos_embed for a ", image_h,
-        "x", image_w, " input is not differentiable; pos_embed must be frozen (requires_grad off)");
   // DINO: w0 = w // patch + 0.1 with "w" the image height (dim 2), scale = w0 / sqrt(N).
   const double scale_h = (static_cast<double>(grid_h) + 0.1) / std::sqrt(static_cast<double>(n));
   const double scale_w = (static_cast<double>(grid_w) + 0.1) / std::sqrt(static_cast<double>(n));
+  // ATen compute_output_size, as in bicubic_resize; DINO asserts it gives the patch grid.
+  const auto out_h = static_cast<int64_t>(std::floor(static_cast<double>(g) * scale_h));
+  const auto out_w = static_cast<int64_t>(std::floor(static_cast<double>(g) * scale_w));
+  check(out_h == grid_h && out_w == grid_w, "interpolate_pos_encoding: resized grid ", out_h, "x", out_w,
+        " does not match the ", grid_h, "x", grid_w, " patches of the input");
+  if (pos_embed.requires_grad() && grad_enabled()) return resize_in_graph(pos_embed, g, scale_h, scale_w, out_h, out_w);
 
   const std::vector<double> table = pos_embed.to_vector<double>();  // [1 + g², D]
   std::vector<double> planes(static_cast<size_t>(d * n));           // [D, g, g] (NCHW)
   for (int64_t p = 0; p < n; ++p)
     for (int64_t c = 0; c < d; ++c)
       planes[static_cast<size_t>(c * n + p)] = table[static_cast<size_t>((1 + p) * d + c)];
-  int64_t out_h = 0, out_w = 0;
-  const std::vector<double> resized = bicubic_resize(planes, d, g, g, scale_h, scale_w, out_h, out_w);
-  check(out_h == grid_h && out_w == grid_w, "interpolate_pos_encoding: resized grid ", out_h, "x", out_w,
-        " does not match the ", grid_h, "x", grid_w, " patches of the input");  // DINO's assert
+  int64_t resized_h = 0, resized_w = 0;
+  const std::vector<double> resized = bicubic_resize(planes, d, g, g, scale_h, scale_w, resized_h, resized_w);
 
   const int64_t m = out_h * out_w;
   std::vector<double> result(static_cast<size_t>((1 + m) * d));

@@ -6,8 +6,11 @@
 //     using scale_factor = ((H/P + 0.1)/g, (W/P + 0.1)/g) — the "+0.1 trick" of DINO issue #8;
 //     the scale factor itself maps coordinates: src = (dst + 0.5)/scale − 0.5;
 //   - the class embedding is kept in front.
-// pos_embed is a frozen parameter, so the resize runs on the host (in double) and the result is
-// copied to pos_embed's device; it is not differentiable.
+// DINOv2's interpolate_pos_encoding is the same computation (its defaults: offset 0.1, no
+// antialiasing). A frozen pos_embed is resized on the host (in double) and the result copied to
+// pos_embed's device; a trainable one (with gradients enabled) goes through the graph instead:
+// the resize is linear, so it is one product with the [h·w, g²] matrix of bicubic weights (the
+// Kronecker product of the two 1-D resizes), run in full fp32 whatever the matmul precision.
 #pragma once
 #include <vector>
 
@@ -20,6 +23,10 @@ namespace mcdl {
 // [out_h, out_w] with out = floor(in·scale).
 std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
                                    double scale_h, double scale_w, int64_t& out_h, int64_t& out_w);
+
+// The 1-D bicubic resize of bicubic_resize as a dense [out_size, in_size] matrix (clamped taps
+// that land on one source index add up).
+std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor);
 
 // pos_embed [1, 1 + g², D] for an image of image_h × image_w pixels cut into patch × patch
 // patches → [1, 1 + (image_h/patch)·(image_w/patch), D]; returns pos_embed itself when no
