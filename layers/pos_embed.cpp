@@ -12,7 +12,7 @@ namespace {
 
 // ATen's cubic convolution coefficients (UpSample.h get_cubic_upsample_coefficients).
 constexpr double cubic_a = -0.75;
-double cubic_near(double x) { return ((cubic_a + 2) * x - (cubic_a + 3)) * x * x + 1; }                   // |x| ≤ 1
+double cubic_near(double x) { return ((cubic_a + 2) * x - (cubic_a + 3)) * x * x + 1; }                   // |x| <= 1
 double cubic_far(double x) { return ((cubic_a * x - 5 * cubic_a) * x + 8 * cubic_a) * x - 4 * cubic_a; }  // 1 < |x| < 2
 
 // For each output position: the four clamped source indices and their weights.
@@ -21,9 +21,12 @@ struct Taps {
   std::vector<double> weight;
 };
 
-Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor) {
+// float_step: the step 1/scale rounded to float, as PyTorch's float32 kernel holds it (its
+// "opmath" type); at DINOv2's 37x37 grid this moves the source coordinates by up to ~1e-6.
+Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor, bool float_step) {
   Taps taps{std::vector<int64_t>(4 * out_size), std::vector<double>(4 * out_size)};
-  const double step = 1.0 / scale_factor;  // area_pixel_compute_scale with a given scale factor
+  double step = 1.0 / scale_factor;  // area_pixel_compute_scale with a given scale factor
+  if (float_step) step = static_cast<float>(step);
   for (int64_t o = 0; o < out_size; ++o) {
     const double source = step * (static_cast<double>(o) + 0.5) - 0.5;  // cubic: not clamped at 0
     const double floor_source = std::floor(source);
@@ -40,8 +43,9 @@ Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor) {
 
 // The graph path: the patch rows of pos_embed times the 2-D weight matrix (see the header).
 Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, double scale_w, int64_t out_h,
-                       int64_t out_w) {
-  const std::vector<double> rows = bicubic_matrix(g, out_h, scale_h), cols = bicubic_matrix(g, out_w, scale_w);
+                       int64_t out_w, bool float_step) {
+  const std::vector<double> rows = bicubic_matrix(g, out_h, scale_h, float_step),
+                            cols = bicubic_matrix(g, out_w, scale_w, float_step);
   std::vector<double> weights(static_cast<size_t>(out_h * out_w * g * g));
   for (int64_t oy = 0; oy < out_h; ++oy)
     for (int64_t ox = 0; ox < out_w; ++ox)
@@ -58,10 +62,10 @@ Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, doubl
 
 }  // namespace
 
-std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor) {
+std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor, bool float_step) {
   check(in_size > 0 && out_size > 0 && scale_factor > 0, "bicubic_matrix: bad sizes ", in_size, " -> ", out_size,
         " or scale ", scale_factor);
-  const Taps taps = cubic_taps(in_size, out_size, scale_factor);
+  const Taps taps = cubic_taps(in_size, out_size, scale_factor, float_step);
   std::vector<double> matrix(static_cast<size_t>(out_size * in_size), 0.0);
   for (int64_t o = 0; o < out_size; ++o)
     for (int64_t k = 0; k < 4; ++k)
@@ -70,7 +74,8 @@ std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double sca
 }
 
 std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
-                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w) {
+                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w,
+                                   bool float_step) {
   check(in_h > 0 && in_w > 0 && scale_h > 0 && scale_w > 0, "bicubic_resize: bad input ", in_h, "x", in_w, " or scale ",
         scale_h, "x", scale_w);
   check(static_cast<int64_t>(planes.size()) == channels * in_h * in_w, "bicubic_resize: ", planes.size(),
@@ -80,7 +85,8 @@ std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t ch
   out_w = static_cast<int64_t>(std::floor(static_cast<double>(in_w) * scale_w));
   check(out_h > 0 && out_w > 0, "bicubic_resize: scale ", scale_h, "x", scale_w, " gives an empty output from ", in_h,
         "x", in_w);
-  const Taps rows = cubic_taps(in_h, out_h, scale_h), cols = cubic_taps(in_w, out_w, scale_w);
+  const Taps rows = cubic_taps(in_h, out_h, scale_h, float_step),
+             cols = cubic_taps(in_w, out_w, scale_w, float_step);
   std::vector<double> out(static_cast<size_t>(channels * out_h * out_w));
   for (int64_t c = 0; c < channels; ++c) {
     const double* plane = planes.data() + c * in_h * in_w;
@@ -116,7 +122,10 @@ Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_
   const auto out_w = static_cast<int64_t>(std::floor(static_cast<double>(g) * scale_w));
   check(out_h == grid_h && out_w == grid_w, "interpolate_pos_encoding: resized grid ", out_h, "x", out_w,
         " does not match the ", grid_h, "x", grid_w, " patches of the input");
-  if (pos_embed.requires_grad() && grad_enabled()) return resize_in_graph(pos_embed, g, scale_h, scale_w, out_h, out_w);
+  // PyTorch holds the step of a float32 (or narrower) table in float32.
+  const bool float_step = pos_embed.dtype() != DType::f64;
+  if (pos_embed.requires_grad() && grad_enabled())
+    return resize_in_graph(pos_embed, g, scale_h, scale_w, out_h, out_w, float_step);
 
   const std::vector<double> table = pos_embed.to_vector<double>();  // [1 + g², D]
   std::vector<double> planes(static_cast<size_t>(d * n));           // [D, g, g] (NCHW)
@@ -124,7 +133,8 @@ Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_
     for (int64_t c = 0; c < d; ++c)
       planes[static_cast<size_t>(c * n + p)] = table[static_cast<size_t>((1 + p) * d + c)];
   int64_t resized_h = 0, resized_w = 0;
-  const std::vector<double> resized = bicubic_resize(planes, d, g, g, scale_h, scale_w, resized_h, resized_w);
+  const std::vector<double> resized =
+      bicubic_resize(planes, d, g, g, scale_h, scale_w, resized_h, resized_w, float_step);
 
   const int64_t m = out_h * out_w;
   std::vector<double> result(static_cast<size_t>((1 + m) * d));

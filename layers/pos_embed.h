@@ -20,15 +20,19 @@ namespace mcdl {
 
 // PyTorch F.interpolate(x, scale_factor=(scale_h, scale_w), mode='bicubic',
 // align_corners=False) of `channels` planes [in_h, in_w] (row-major, channel-major) into
-// [out_h, out_w] with out = floor(in·scale).
+// [out_h, out_w] with out = floor(in·scale), computed in double. With float_step the step
+// 1/scale is first rounded to float, as PyTorch's float32 kernel holds it: at DINOv2's 37x37 grid
+// that moves float32 results by up to ~5e-6, more than float rounding; the rest of PyTorch's
+// float32 arithmetic then agrees to a few float ulps.
 std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
-                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w);
+                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w,
+                                   bool float_step = false);
 
 // The 1-D bicubic resize of bicubic_resize as a dense [out_size, in_size] matrix (clamped taps
 // that land on one source index add up).
-std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor);
+std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor, bool float_step);
 
-// pos_embed [1, 1 + g², D] for an image of image_h × image_w pixels cut into patch × patch
+// pos_embed [1, 1 + g², D] (float_step unless pos_embed is f64) for an image of image_h × image_w pixels cut into patch × patch
 // patches → [1, 1 + (image_h/patch)·(image_w/patch), D]; returns pos_embed itself when no
 // interpolation is needed.
 Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch);
