@@ -41,6 +41,11 @@ Taps cubic_taps(int64_t in_size, int64_t out_size, double scale_factor, bool flo
   return taps;
 }
 
+// DINO's test for using the table as it is: as many patches as stored, and a square image.
+bool table_fits(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch) {
+  return (image_h / patch) * (image_w / patch) == pos_embed.size(1) - 1 && image_h == image_w;
+}
+
 // The graph path: the patch rows of pos_embed times the 2-D weight matrix (see the header).
 Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, double scale_w, int64_t out_h,
                        int64_t out_w, bool float_step) {
@@ -110,7 +115,7 @@ Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_
         "interpolate_pos_encoding: expected pos_embed [1, 1 + N, D], got ", pos_embed.str());
   const int64_t n = pos_embed.size(1) - 1, d = pos_embed.size(2);
   const int64_t grid_h = image_h / patch, grid_w = image_w / patch;
-  if (grid_h * grid_w == n && image_h == image_w) return pos_embed;
+  if (table_fits(pos_embed, image_h, image_w, patch)) return pos_embed;
 
   const auto g = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   check(g * g == n, "interpolate_pos_encoding: pos_embed ", pos_embed.str(), " does not hold a square grid of patches");
@@ -143,6 +148,28 @@ Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_
     for (int64_t c = 0; c < d; ++c)
       result[static_cast<size_t>((1 + p) * d + c)] = resized[static_cast<size_t>(c * m + p)];
   return from_vector(result, {1, 1 + m, d}).to(pos_embed.dtype()).to(pos_embed.device());
+}
+
+Tensor PosEmbedResizer::operator()(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch) {
+  // Nothing to keep: the table as it is, a table in the graph, or a malformed one (the error).
+  if (pos_embed.dim() != 3 || table_fits(pos_embed, image_h, image_w, patch) ||
+      (pos_embed.requires_grad() && grad_enabled()))
+    return interpolate_pos_encoding(pos_embed, image_h, image_w, patch);
+  const std::shared_ptr<Storage>& storage = pos_embed.storage();
+  const bool same = resized_.defined() && storage_.lock() == storage && offset_ == pos_embed.storage_offset() &&
+                    shape_ == pos_embed.shape() && writes_ == storage->writes() && image_h_ == image_h &&
+                    image_w_ == image_w && patch_ == patch;
+  if (!same) {
+    resized_ = interpolate_pos_encoding(pos_embed, image_h, image_w, patch);
+    storage_ = storage;
+    offset_ = pos_embed.storage_offset();
+    shape_ = pos_embed.shape();
+    writes_ = storage->writes();
+    image_h_ = image_h;
+    image_w_ = image_w;
+    patch_ = patch;
+  }
+  return resized_;
 }
 
 }  // namespace mcdl

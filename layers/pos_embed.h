@@ -12,6 +12,7 @@
 // the resize is linear, so it is one product with the [h·w, g²] matrix of bicubic weights (the
 // Kronecker product of the two 1-D resizes), run in full fp32 whatever the matmul precision.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -36,5 +37,22 @@ std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double sca
 // patches → [1, 1 + (image_h/patch)·(image_w/patch), D]; returns pos_embed itself when no
 // interpolation is needed.
 Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch);
+
+// interpolate_pos_encoding with the last frozen result kept: DINOv2 models resize their 37x37
+// table at 224 px on every forward, which on a CUDA device is a copy to the host and back each
+// step. The kept table is used again while pos_embed is the same storage, not written since
+// (Storage::writes: a load, an initialisation, an optimizer step), and the image size is the
+// same; a trainable pos_embed (with gradients enabled) is resized in the graph every time.
+class PosEmbedResizer {
+ public:
+  Tensor operator()(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch);
+
+ private:
+  std::weak_ptr<Storage> storage_;  // pos_embed's, not kept alive here
+  int64_t offset_ = 0, image_h_ = 0, image_w_ = 0, patch_ = 0;
+  Shape shape_;
+  uint64_t writes_ = 0;
+  Tensor resized_;
+};
 
 }  // namespace mcdl

@@ -33,7 +33,7 @@ Tensor VisionTransformer::prepare_tokens(const Tensor& images) {
   // cls_token.expand(B, -1, -1): one kernel (B copies of it were B kernel launches per forward).
   const int64_t d = cls_token.size(2);
   Tensor tokens = concat({expand(cls_token, {b, 1, d}), patches}, 1);
-  tokens = tokens + interpolate_pos_encoding(pos_embed, images.size(2), images.size(3), config_.patch_size);
+  tokens = tokens + resize_pos_embed_(pos_embed, images.size(2), images.size(3), config_.patch_size);
   if (!register_tokens.defined()) return tokens;
   return concat({slice(tokens, 1, 0, 1), expand(register_tokens, {b, register_tokens.size(1), d}),
                  slice(tokens, 1, 1, tokens.size(1))},

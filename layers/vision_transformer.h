@@ -38,6 +38,7 @@
 #include "layers/block.h"
 #include "layers/layer_norm.h"
 #include "layers/patch_embed.h"
+#include "layers/pos_embed.h"
 #include "layers/vit_config.h"
 
 namespace mcdl {
@@ -88,6 +89,7 @@ class VisionTransformer : public Module {
   Tensor run_frozen_prefix(const Tensor& images, size_t limit, size_t& end);
 
   VitConfig config_;
+  PosEmbedResizer resize_pos_embed_;
 };
 
 }  // namespace mcdl

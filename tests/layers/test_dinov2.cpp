@@ -187,3 +187,38 @@ TEST_CASE("dinov2 model: the bf16 path of a frozen LayerScale block follows its 
     check_close_scaled("LayerScale block in bf16 on " + device.str(), bf16, reference, 3e-2, 3e-2);
   }
 }
+
+TEST_CASE("dinov2 model: the resized table of a frozen pos_embed is kept until pos_embed or the size changes") {
+  VisionTransformer vit(tiny_dinov2());
+  randomize(vit, 30);
+  vit.set_grad_from_block(1);  // pos_embed frozen
+  PosEmbedResizer resize;
+  const Tensor first = resize(vit.pos_embed, 14, 14, 7);
+  CHECK(resize(vit.pos_embed, 14, 14, 7).impl() == first.impl());     // kept
+  CHECK(max_abs_diff(first, interpolate_pos_encoding(vit.pos_embed, 14, 14, 7)) == 0);
+  const Tensor wide = resize(vit.pos_embed, 14, 21, 7);                 // another size: resized again
+  CHECK(wide.shape() == Shape{1, 7, 8});
+  CHECK(resize(vit.pos_embed, 21, 21, 7).impl() == vit.pos_embed.impl());  // the stored grid: the table itself
+  const Tensor again = resize(vit.pos_embed, 14, 14, 7);
+  std::map<std::string, Tensor> values = vit.state_dict();
+  values["pos_embed"] = values["pos_embed"] * 2.0;
+  vit.load_parameters(values);  // written: resized again, to the new values
+  const Tensor reloaded = resize(vit.pos_embed, 14, 14, 7);
+  CHECK(reloaded.impl() != again.impl());
+  CHECK(max_abs_diff(reloaded, again * 2.0) < 1e-15);
+  // A trainable table goes through the graph on every call.
+  vit.pos_embed.set_requires_grad(true);
+  const Tensor in_graph = resize(vit.pos_embed, 14, 14, 7);
+  CHECK(in_graph.requires_grad());
+  CHECK(resize(vit.pos_embed, 14, 14, 7).impl() != in_graph.impl());
+}
+
+TEST_CASE("dinov2 model: forward_from_frozen(forward_frozen(x)) is forward(x) with registers (the evaluation cache)") {
+  VisionTransformer vit(tiny_dinov2());
+  randomize(vit, 50);
+  vit.set_grad_from_block(1);
+  Tensor images = random_tensor({2, 1, 14, 14}, 4);
+  Tensor tokens = vit.forward_frozen(images);
+  CHECK(tokens.shape() == Shape{2, 1 + 2 + 4, 8});
+  CHECK(max_abs_diff(vit.forward_from_frozen(tokens).detach(), vit.forward(images).detach()) == 0);
+}
