@@ -12,7 +12,7 @@ namespace {
 
 // ATen's cubic convolution coefficients (UpSample.h get_cubic_upsample_coefficients).
 constexpr double cubic_a = -0.75;
-double cubic_near(double x) { return ((cubic_a + 2) * x - (cubic_a + 3)) * x * x + 1; }                   // |x| <= 1
+double cubic_near(double x) { return ((cubic_a + 2) * x - (cubic_a + 3)) * x * x + 1; }                   // |x| ≤ 1
 double cubic_far(double x) { return ((cubic_a * x - 5 * cubic_a) * x + 8 * cubic_a) * x - 4 * cubic_a; }  // 1 < |x| < 2
 
 // For each output position: the four clamped source indices and their weights.
