@@ -1,11 +1,12 @@
 // Training with a DINOv2-style backbone (LayerScale, two register tokens, the position embedding
 // stored at a 6x6 grid and interpolated to the 4x4 patches of the 16 px squares): SimGCD + MCDL
-// learns the coloured squares, so does GCD + MCDL, a resume equals the uninterrupted run with the first block (and
+// learns the coloured squares, so does GCD + MCDL, bf16 on the emulated CUDA device follows fp32, a resume equals the uninterrupted run with the first block (and
 // the registers) frozen, and ./mcdl_features reads the run's checkpoint.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -75,6 +76,25 @@ TEST_CASE("dinov2 e2e: GCD + MCDL (contrastive training, k-means) with a DINOv2-
   CHECK(summary.epochs_completed == c.epochs);
   CHECK(summary.accuracy.all > 0.5);  // chance is 1/6
   fs::remove_all(out);
+}
+
+TEST_CASE("dinov2 e2e: on the emulated CUDA device the frozen LayerScale block in bf16 trains as in fp32") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-dinov2-bf16-" + std::to_string(::getpid()));
+  auto first_loss = [&](MatmulPrecision precision, const std::string& name) {
+    TrainConfig c = dinov2_squares_config(base / name);
+    set_config_option(c, "device", "cuda");
+    c.precision = precision;
+    c.grad_from_block = 1;  // block 0 (with its LayerScale gains) frozen: in bf16 it runs Block::forward_bf16
+    c.epochs = 1;
+    c.mcdl_start = 1;
+    run_training(c, false);
+    return std::stod(testing::metrics_columns(testing::read_text(base / name / "metrics.csv")).at("loss").at(0));
+  };
+  const double fp32 = first_loss(MatmulPrecision::fp32, "fp32"), bf16 = first_loss(MatmulPrecision::bf16, "bf16");
+  MESSAGE("first epoch's loss on the emulated CUDA device: fp32 ", fp32, ", bf16 ", bf16);
+  CHECK(std::isfinite(bf16));
+  CHECK(bf16 == doctest::Approx(fp32).epsilon(2e-2));
+  fs::remove_all(base);
 }
 
 TEST_CASE("dinov2 e2e: a resume with the first block and the registers frozen equals the whole run") {
