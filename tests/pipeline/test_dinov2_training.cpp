@@ -1,11 +1,13 @@
 // Training with a DINOv2-style backbone (LayerScale, two register tokens, the position embedding
 // stored at a 6x6 grid and interpolated to the 4x4 patches of the 16 px squares): SimGCD + MCDL
-// learns the coloured squares, so does GCD + MCDL, bf16 on the emulated CUDA device follows fp32, a resume equals the uninterrupted run with the first block (and
-// the registers) frozen, and ./mcdl_features reads the run's checkpoint.
+// learns the coloured squares and so does GCD + MCDL; the frozen block in bf16 on the emulated
+// CUDA device trains as in fp32; a resume equals the uninterrupted run with the first block
+// (and the registers) frozen; ./mcdl_features and ./mcdl_predict read the run's checkpoint.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -33,7 +35,7 @@ TrainConfig dinov2_squares_config(const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squares; mcdl_features reads the run") {
+TEST_CASE("dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squares; mcdl_features and mcdl_predict read the run") {
   const fs::path out = fs::temp_directory_path() / ("mcdl-dinov2-run-" + std::to_string(::getpid()));
   TrainConfig c = dinov2_squares_config(out);
   c.epochs = 20;
@@ -62,6 +64,19 @@ TEST_CASE("dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squ
   const Tensor features = read_npy((out / "features.npy").string());
   CHECK(features.shape() ==
         Shape{testing::kSquareClasses * testing::kSquaresPerClass, 32});  // every image, the CLS width
+
+  // ./mcdl_predict: the run's SimGCD model on the unlabelled images, one row each.
+  const std::string predict = testing::tool_binary("mcdl_predict") + " --checkpoint " + out.string() + " " +
+                              (fs::path(c.data_root) / "unlabelled").string() + " --device cpu -o " +
+                              (out / "predictions_again.csv").string() + " > " + (out / "predict.log").string() +
+                              " 2>&1";
+  const int predicted = std::system(predict.c_str());
+  REQUIRE(WIFEXITED(predicted));
+  INFO(testing::read_text(out / "predict.log"));
+  REQUIRE(WEXITSTATUS(predicted) == 0);
+  const std::string rows = testing::read_text(out / "predictions_again.csv");
+  CHECK(std::count(rows.begin(), rows.end(), '\n') ==
+        1 + testing::kSquareClasses * testing::kSquaresPerClass - testing::kSquareOldClasses * testing::kSquaresPerClass / 2);
   fs::remove_all(out);
 }
 
