@@ -88,9 +88,15 @@ std::optional<std::string> dino_name_of_hf(const std::string& key, int& qkv_part
   if (!param) return std::nullopt;
   // ViTModel's names, then Dinov2Model's (whose norm1 / norm2 / mlp.fc1 / mlp.fc2 are DINO's).
   static const std::pair<const char*, const char*> kModules[] = {
-      {"layernorm_before", "norm1"}, {"layernorm_after", "norm2"}, {"attention.output.dense", "attn.proj"},
-      {"intermediate.dense", "mlp.fc1"}, {"output.dense", "mlp.fc2"}, {"norm1", "norm1"},
-      {"norm2", "norm2"}, {"mlp.fc1", "mlp.fc1"}, {"mlp.fc2", "mlp.fc2"},
+      {"layernorm_before", "norm1"},
+      {"layernorm_after", "norm2"},
+      {"attention.output.dense", "attn.proj"},
+      {"intermediate.dense", "mlp.fc1"},
+      {"output.dense", "mlp.fc2"},
+      {"norm1", "norm1"},
+      {"norm2", "norm2"},
+      {"mlp.fc1", "mlp.fc1"},
+      {"mlp.fc2", "mlp.fc2"},
   };
   for (const auto& [hf, dino] : kModules) {
     if (param->first == hf) return block + dino + "." + param->second;
@@ -186,7 +192,7 @@ BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& so
 
   std::map<std::string, int64_t> stripped;  // prefix -> keys
   int64_t heads = 0, poolers = 0, hf_names = 0, chunked = 0;
-  std::vector<std::string> mask_tokens;  // "'key' dtype[shape]" of each dropped mask token
+  std::vector<std::string> mask_tokens;                             // "'key' dtype[shape]" of each dropped mask token
   std::map<std::string, Source> renamed;                            // DINO name -> source
   std::map<std::string, std::array<std::optional<Source>, 3>> qkv;  // fused name -> query/key/value
   auto unknown = [&](const Source& s) {
@@ -316,9 +322,11 @@ BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& so
   if (poolers > 0)
     out.notes.push_back("dropped " + std::to_string(poolers) + " Hugging Face pooler tensors (pooler.*)");
   for (const std::string& mask : mask_tokens)
-    out.notes.push_back("dropped the mask token " + mask + " (DINOv2's masked-image pretraining; not used by features)");
+    out.notes.push_back("dropped the mask token " + mask +
+                        " (DINOv2's masked-image pretraining; not used by features)");
   if (chunked > 0)
-    out.notes.push_back("read " + std::to_string(chunked) + " tensors of chunked blocks (blocks.<chunk>.<i>. as blocks.<i>.)");
+    out.notes.push_back("read " + std::to_string(chunked) +
+                        " tensors of chunked blocks (blocks.<chunk>.<i>. as blocks.<i>.)");
   if (hf_names > 0 && config.layer_scale) {
     out.notes.push_back("mapped " + std::to_string(hf_names) +
                         " Hugging Face Dinov2Model names to DINOv2's (query/key/value fused into attn.qkv, "

@@ -47,8 +47,8 @@ bool table_fits(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64
 }
 
 // The graph path: the patch rows of pos_embed times the 2-D weight matrix (see the header).
-Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, double scale_w, int64_t out_h,
-                       int64_t out_w, bool float_step) {
+Tensor resize_in_graph(const Tensor& pos_embed, int64_t g, double scale_h, double scale_w, int64_t out_h, int64_t out_w,
+                       bool float_step) {
   const std::vector<double> rows = bicubic_matrix(g, out_h, scale_h, float_step),
                             cols = bicubic_matrix(g, out_w, scale_w, float_step);
   std::vector<double> weights(static_cast<size_t>(out_h * out_w * g * g));
@@ -79,8 +79,7 @@ std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double sca
 }
 
 std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t channels, int64_t in_h, int64_t in_w,
-                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w,
-                                   bool float_step) {
+                                   double scale_h, double scale_w, int64_t& out_h, int64_t& out_w, bool float_step) {
   check(in_h > 0 && in_w > 0 && scale_h > 0 && scale_w > 0, "bicubic_resize: bad input ", in_h, "x", in_w, " or scale ",
         scale_h, "x", scale_w);
   check(static_cast<int64_t>(planes.size()) == channels * in_h * in_w, "bicubic_resize: ", planes.size(),
@@ -90,8 +89,7 @@ std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t ch
   out_w = static_cast<int64_t>(std::floor(static_cast<double>(in_w) * scale_w));
   check(out_h > 0 && out_w > 0, "bicubic_resize: scale ", scale_h, "x", scale_w, " gives an empty output from ", in_h,
         "x", in_w);
-  const Taps rows = cubic_taps(in_h, out_h, scale_h, float_step),
-             cols = cubic_taps(in_w, out_w, scale_w, float_step);
+  const Taps rows = cubic_taps(in_h, out_h, scale_h, float_step), cols = cubic_taps(in_w, out_w, scale_w, float_step);
   std::vector<double> out(static_cast<size_t>(channels * out_h * out_w));
   for (int64_t c = 0; c < channels; ++c) {
     const double* plane = planes.data() + c * in_h * in_w;

@@ -33,9 +33,9 @@ std::vector<double> bicubic_resize(const std::vector<double>& planes, int64_t ch
 // that land on one source index add up).
 std::vector<double> bicubic_matrix(int64_t in_size, int64_t out_size, double scale_factor, bool float_step);
 
-// pos_embed [1, 1 + g², D] (float_step unless pos_embed is f64) for an image of image_h × image_w pixels cut into patch × patch
-// patches → [1, 1 + (image_h/patch)·(image_w/patch), D]; returns pos_embed itself when no
-// interpolation is needed.
+// pos_embed [1, 1 + g², D] for an image of image_h × image_w pixels cut into patch × patch
+// patches → [1, 1 + (image_h/patch)·(image_w/patch), D] (float_step unless pos_embed is f64);
+// returns pos_embed itself when no interpolation is needed.
 Tensor interpolate_pos_encoding(const Tensor& pos_embed, int64_t image_h, int64_t image_w, int64_t patch);
 
 // interpolate_pos_encoding with the last frozen result kept: DINOv2 models resize their 37x37

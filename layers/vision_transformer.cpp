@@ -44,8 +44,7 @@ Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, 
   end = 0;
   while (end < limit && !blocks[end].any_trainable()) ++end;
   const bool needs_grad = images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() ||
-                          (register_tokens.defined() && register_tokens.requires_grad()) ||
-                          patch_embed.any_trainable();
+                          (register_tokens.defined() && register_tokens.requires_grad()) || patch_embed.any_trainable();
   std::optional<NoGradGuard> no_grad;
   if (!needs_grad) no_grad.emplace();
   Tensor x = prepare_tokens(images);

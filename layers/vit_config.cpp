@@ -189,8 +189,8 @@ VitConfig vit_dinov2(int64_t embed_dim, int64_t num_heads, int64_t num_registers
 }
 
 std::vector<std::string> model_config_names() {
-  return {"vit_base_patch16",        "vit_small_patch14_dinov2",      "vit_small_patch14_dinov2_reg4",
-          "vit_base_patch14_dinov2", "vit_base_patch14_dinov2_reg4"};
+  return {"vit_base_patch16", "vit_small_patch14_dinov2", "vit_small_patch14_dinov2_reg4", "vit_base_patch14_dinov2",
+          "vit_base_patch14_dinov2_reg4"};
 }
 
 ModelConfig parse_model_config(const std::string& spec) {

@@ -37,9 +37,9 @@ struct VitConfig {
   double mlp_ratio = 4.0;
   bool qkv_bias = true;
   double norm_eps = 1e-6;
-  bool layer_scale = false;     // DINOv2: x + ls1.gamma·attn(norm1(x)), x + ls2.gamma·mlp(norm2(x))
-  int64_t num_registers = 0;    // DINOv2 _reg4: 4 register tokens after CLS, no position embedding
-  int64_t pos_img_size = 0;     // image size of the stored position embedding; 0 = img_size
+  bool layer_scale = false;   // DINOv2: x + ls1.gamma·attn(norm1(x)), x + ls2.gamma·mlp(norm2(x))
+  int64_t num_registers = 0;  // DINOv2 _reg4: 4 register tokens after CLS, no position embedding
+  int64_t pos_img_size = 0;   // image size of the stored position embedding; 0 = img_size
 
   int64_t mlp_hidden_dim() const { return static_cast<int64_t>(static_cast<double>(embed_dim) * mlp_ratio); }
   int64_t head_dim() const { return embed_dim / num_heads; }

@@ -33,8 +33,9 @@ void randomize(Module& module, uint64_t seed) {
 // A model small enough for finite differences: a 3x3 stored grid (pos_img 21, patch 7), two
 // registers, LayerScale, two blocks (the last one runs as the cheap CLS-only block).
 VitConfig tiny_dinov2() {
-  return parse_model_config("img=14,patch=7,chans=1,dim=8,depth=2,heads=2,mlp_ratio=2,layer_scale=true,registers=2,"
-                            "pos_img=21")
+  return parse_model_config(
+             "img=14,patch=7,chans=1,dim=8,depth=2,heads=2,mlp_ratio=2,layer_scale=true,registers=2,"
+             "pos_img=21")
       .backbone;
 }
 
@@ -67,8 +68,7 @@ TEST_CASE("dinov2 config: the named models are DINOv2's hub backbones") {
   CHECK(VisionTransformer(parse_model_config("vit_base_patch14_dinov2_reg4").backbone).parameter_count() ==
         86580480 - 768 + 4 * 768);
   // dinov2_vits14: 22,056,576 with mask_token (384).
-  CHECK(VisionTransformer(parse_model_config("vit_small_patch14_dinov2").backbone).parameter_count() ==
-        22056576 - 384);
+  CHECK(VisionTransformer(parse_model_config("vit_small_patch14_dinov2").backbone).parameter_count() == 22056576 - 384);
 }
 
 TEST_CASE("dinov2 config: names in the official order, and spec and JSON errors") {
@@ -140,7 +140,8 @@ TEST_CASE("dinov2 model: registers follow CLS without position embedding; LayerS
   CHECK(max_abs_diff(scaled.forward_first_token(x), slice(x, 1, 0, 1)) == 0);
 }
 
-TEST_CASE("dinov2 model: gradients of every parameter and the image, in double (LayerScale, registers, interpolation)") {
+TEST_CASE(
+    "dinov2 model: gradients of every parameter and the image, in double (LayerScale, registers, interpolation)") {
   VisionTransformer vit(tiny_dinov2());
   randomize(vit, 20);
   std::vector<std::string> names;
@@ -194,9 +195,9 @@ TEST_CASE("dinov2 model: the resized table of a frozen pos_embed is kept until p
   vit.set_grad_from_block(1);  // pos_embed frozen
   PosEmbedResizer resize;
   const Tensor first = resize(vit.pos_embed, 14, 14, 7);
-  CHECK(resize(vit.pos_embed, 14, 14, 7).impl() == first.impl());     // kept
+  CHECK(resize(vit.pos_embed, 14, 14, 7).impl() == first.impl());  // kept
   CHECK(max_abs_diff(first, interpolate_pos_encoding(vit.pos_embed, 14, 14, 7)) == 0);
-  const Tensor wide = resize(vit.pos_embed, 14, 21, 7);                 // another size: resized again
+  const Tensor wide = resize(vit.pos_embed, 14, 21, 7);  // another size: resized again
   CHECK(wide.shape() == Shape{1, 7, 8});
   CHECK(resize(vit.pos_embed, 21, 21, 7).impl() == vit.pos_embed.impl());  // the stored grid: the table itself
   const Tensor again = resize(vit.pos_embed, 14, 14, 7);

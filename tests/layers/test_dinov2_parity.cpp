@@ -64,8 +64,8 @@ void check_features(const std::string& file, int64_t registers, Device device, D
     const Tensor features = vit.forward(images);
     CHECK(features.device() == device);
     const Agreement a = agreement(features, dinov2_reference().at("features" + suffix + "_" + std::to_string(size)));
-    MESSAGE(file, " at ", size, " px on ", device.str(), (dtype == DType::f64 ? " f64" : " f32"), ": cosine >= ",
-            a.min_cosine, ", relative error <= ", a.max_relative);
+    MESSAGE(file, " at ", size, " px on ", device.str(), (dtype == DType::f64 ? " f64" : " f32"),
+            ": cosine >= ", a.min_cosine, ", relative error <= ", a.max_relative);
     CHECK(a.min_cosine >= 1 - 1e-5);
     CHECK(a.max_relative <= max_relative);
   }
@@ -91,14 +91,16 @@ TEST_CASE("dinov2 parity: both official layouts convert to the same tensors, mas
     CHECK(official.notes[0] ==
           "dropped the mask token 'mask_token' f32[1, 24] (DINOv2's masked-image pretraining; not used by features)");
     REQUIRE(hf.notes.size() == 2);
-    CHECK(hf.notes[0] == "dropped the mask token 'embeddings.mask_token' f32[1, 24] (DINOv2's masked-image "
-                         "pretraining; not used by features)");
+    CHECK(hf.notes[0] ==
+          "dropped the mask token 'embeddings.mask_token' f32[1, 24] (DINOv2's masked-image "
+          "pretraining; not used by features)");
     CHECK(hf.notes[1].find("Hugging Face Dinov2Model names to DINOv2's") != std::string::npos);
   }
 }
 
 TEST_CASE("dinov2 parity: CLS features match PyTorch at 28 and 42 px, with and without registers (CPU f32, f64)") {
-  for (const char* file : {"dinov2.pth", "dinov2_hf.safetensors"}) check_features(file, 0, Device::cpu(), DType::f32, 1e-5);
+  for (const char* file : {"dinov2.pth", "dinov2_hf.safetensors"})
+    check_features(file, 0, Device::cpu(), DType::f32, 1e-5);
   for (const char* file : {"dinov2_reg4.pth", "dinov2_reg4_hf.safetensors"})
     check_features(file, 4, Device::cpu(), DType::f32, 1e-5);
   check_features("dinov2.pth", 0, Device::cpu(), DType::f64, 1e-10);
@@ -119,7 +121,8 @@ TEST_CASE("dinov2 parity: the converted file describes its model (config in the 
   VisionTransformer vit(file.config.backbone);
   vit.load_parameters(file.tensors);
   NoGradGuard no_grad;
-  const Agreement a = agreement(vit.forward(dinov2_reference().at("images_28")), dinov2_reference().at("features_reg4_28"));
+  const Agreement a =
+      agreement(vit.forward(dinov2_reference().at("images_28")), dinov2_reference().at("features_reg4_28"));
   CHECK(a.max_relative <= 1e-5);
 }
 

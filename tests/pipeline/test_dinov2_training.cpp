@@ -35,7 +35,9 @@ TrainConfig dinov2_squares_config(const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squares; mcdl_features and mcdl_predict read the run") {
+TEST_CASE(
+    "dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squares; mcdl_features and mcdl_predict read "
+    "the run") {
   const fs::path out = fs::temp_directory_path() / ("mcdl-dinov2-run-" + std::to_string(::getpid()));
   TrainConfig c = dinov2_squares_config(out);
   c.epochs = 20;
@@ -75,8 +77,8 @@ TEST_CASE("dinov2 e2e: SimGCD + MCDL with a DINOv2-style backbone learns the squ
   INFO(testing::read_text(out / "predict.log"));
   REQUIRE(WEXITSTATUS(predicted) == 0);
   const std::string rows = testing::read_text(out / "predictions_again.csv");
-  CHECK(std::count(rows.begin(), rows.end(), '\n') ==
-        1 + testing::kSquareClasses * testing::kSquaresPerClass - testing::kSquareOldClasses * testing::kSquaresPerClass / 2);
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == 1 + testing::kSquareClasses * testing::kSquaresPerClass -
+                                                          testing::kSquareOldClasses * testing::kSquaresPerClass / 2);
   fs::remove_all(out);
 }
 

@@ -28,8 +28,9 @@ std::map<std::string, Tensor> read(const std::string& file) {
 }
 
 const char* kSpec = "img=28,patch=7,dim=24,depth=2,heads=3,mlp_ratio=2,layer_scale=true,pos_img=35,registers=4";
-const char* kConfigText = "img 28, patch 7, chans 3, dim 24, depth 2, heads 3, mlp 48, qkv bias, layer scale, "
-                          "4 registers, pos_embed 5x5";
+const char* kConfigText =
+    "img 28, patch 7, chans 3, dim 24, depth 2, heads 3, mlp 48, qkv bias, layer scale, "
+    "4 registers, pos_embed 5x5";
 
 int run(const std::string& command) {
   const int status = std::system(command.c_str());
@@ -61,11 +62,11 @@ TEST_CASE("convert dinov2: the official .pth holds DINOv2's names; registers onl
   CHECK_THROWS_WITH(convert_dino_backbone(read("dinov2_reg4_hf.safetensors"), dinov2_fixture_config(0)),
                     doctest::Contains("'embeddings.register_tokens' is a DINO ViT parameter that the configuration"));
   // A DINO (v1) configuration: the LayerScale gains give the mistake away.
-  CHECK_THROWS_WITH(convert_dino_backbone(read("dinov2.pth"),
-                                          parse_model_config("img=28,patch=7,dim=24,depth=2,heads=3,mlp_ratio=2,"
-                                                             "pos_img=35")
-                                              .backbone),
-                    doctest::Contains("'blocks.0.ls1.gamma' is a DINO ViT parameter that the configuration"));
+  CHECK_THROWS_WITH(
+      convert_dino_backbone(read("dinov2.pth"), parse_model_config("img=28,patch=7,dim=24,depth=2,heads=3,mlp_ratio=2,"
+                                                                   "pos_img=35")
+                                                    .backbone),
+      doctest::Contains("'blocks.0.ls1.gamma' is a DINO ViT parameter that the configuration"));
   // A real model's configuration (ViT-S/14, 37x37 stored grid) against the fixture's file.
   CHECK_THROWS_WITH(convert_dino_backbone(official, parse_model_config("vit_small_patch14_dinov2_reg4").backbone),
                     doctest::Contains("but the configuration (img 224, patch 14, chans 3, dim 384, depth 12, heads "
@@ -99,8 +100,7 @@ TEST_CASE("convert dinov2: missing and misshapen tensors are named, in both layo
   auto hf = read("dinov2_reg4_hf.safetensors");
   auto hf_no_gain = hf;
   hf_no_gain.erase("encoder.layer.0.layer_scale1.lambda1");
-  CHECK_THROWS_WITH(convert_dino_backbone(hf_no_gain, config),
-                    doctest::Contains("'blocks.0.ls1.gamma' [24]"));
+  CHECK_THROWS_WITH(convert_dino_backbone(hf_no_gain, config), doctest::Contains("'blocks.0.ls1.gamma' [24]"));
   auto hf_bad_key = hf;
   hf_bad_key["encoder.layer.1.attention.attention.key.weight"] = zeros({24, 23});
   CHECK_THROWS_WITH(convert_dino_backbone(hf_bad_key, config),
@@ -128,7 +128,8 @@ TEST_CASE("convert dinov2: chunked block names (blocks.<chunk>.<i>.) read as blo
   REQUIRE(c.tensors.size() == plain.tensors.size());
   for (const auto& [name, tensor] : plain.tensors) CHECK(max_abs_diff(c.tensors.at(name), tensor) == 0);
   bool noted = false;
-  for (const std::string& note : c.notes) noted = noted || note == "read 28 tensors of chunked blocks (blocks.<chunk>.<i>. as blocks.<i>.)";
+  for (const std::string& note : c.notes)
+    noted = noted || note == "read 28 tensors of chunked blocks (blocks.<chunk>.<i>. as blocks.<i>.)";
   CHECK(noted);
 }
 
@@ -144,7 +145,8 @@ TEST_CASE("convert dinov2: truncated and damaged files give one clear error, nev
     write_binary_file(dir.file("part.safetensors"), hf.substr(0, n));
     CHECK_THROWS_AS(read_checkpoint_tensors(dir.file("part.safetensors")), Error);
   }
-  for (size_t n = 0; n < pth.size(); n += 4093) CHECK_THROWS_AS(read_torch_checkpoint(as_bytes(pth.substr(0, n)), "cut"), Error);
+  for (size_t n = 0; n < pth.size(); n += 4093)
+    CHECK_THROWS_AS(read_torch_checkpoint(as_bytes(pth.substr(0, n)), "cut"), Error);
 
   // Byte flips: in the zip every entry has a CRC; in the safetensors file the header is JSON.
   std::mt19937 rng(2026);
