@@ -3,30 +3,51 @@
 #include "engine/ops.h"
 
 namespace mcdl {
+namespace {
+// x + gamma·branch (x + branch without LayerScale).
+Tensor residual(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
+  return gamma.defined() ? x + branch * gamma : x + branch;
+}
+// The bf16 path's step with LayerScale: branch is the bf16 projection without its residual.
+Tensor residual_bf16(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
+  return (x.to(DType::f32) + branch.to(DType::f32) * gamma).to(DType::bf16);
+}
+}  // namespace
 
-Block::Block(int64_t dim, int64_t num_heads, int64_t mlp_hidden_dim, bool qkv_bias, double norm_eps)
-    : norm1(dim, norm_eps), attn(dim, num_heads, qkv_bias), norm2(dim, norm_eps), mlp(dim, mlp_hidden_dim) {}
+Block::Block(int64_t dim, int64_t num_heads, int64_t mlp_hidden_dim, bool qkv_bias, double norm_eps, bool layer_scale)
+    : norm1(dim, norm_eps), attn(dim, num_heads, qkv_bias), norm2(dim, norm_eps), mlp(dim, mlp_hidden_dim) {
+  if (layer_scale) {
+    ls1_gamma = new_parameter({dim});
+    ls2_gamma = new_parameter({dim});
+  }
+}
 
 Tensor Block::forward(const Tensor& x) const {
-  Tensor h = x + attn.forward(norm1.forward(x));
-  return h + mlp.forward(norm2.forward(h));
+  Tensor h = residual(x, attn.forward(norm1.forward(x)), ls1_gamma);
+  return residual(h, mlp.forward(norm2.forward(h)), ls2_gamma);
 }
 
 Tensor Block::forward_first_token(const Tensor& x) const {
-  Tensor h = slice(x, 1, 0, 1) + attn.forward_first_token(norm1.forward(x));
-  return h + mlp.forward(norm2.forward(h));
+  Tensor h = residual(slice(x, 1, 0, 1), attn.forward_first_token(norm1.forward(x)), ls1_gamma);
+  return residual(h, mlp.forward(norm2.forward(h)), ls2_gamma);
 }
 
 Tensor Block::forward_bf16(const Tensor& x) const {
-  Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x);
-  return mlp.forward_bf16(norm2.forward_bf16(h), h);
+  if (!ls1_gamma.defined()) {
+    Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x);
+    return mlp.forward_bf16(norm2.forward_bf16(h), h);
+  }
+  Tensor h = residual_bf16(x, attn.forward_bf16(norm1.forward_bf16(x), Tensor()), ls1_gamma);
+  return residual_bf16(h, mlp.forward_bf16(norm2.forward_bf16(h), Tensor()), ls2_gamma);
 }
 
 void Block::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
   norm1.visit_parameters(prefix + "norm1.", visit);
   attn.visit_parameters(prefix + "attn.", visit);
+  if (ls1_gamma.defined()) visit(prefix + "ls1.gamma", ls1_gamma, ParamInit::constant(1.0));
   norm2.visit_parameters(prefix + "norm2.", visit);
   mlp.visit_parameters(prefix + "mlp.", visit);
+  if (ls2_gamma.defined()) visit(prefix + "ls2.gamma", ls2_gamma, ParamInit::constant(1.0));
 }
 
 }  // namespace mcdl

@@ -30,6 +30,9 @@ std::string describe_config(const VitConfig& c) {
   os << "img " << c.img_size << ", patch " << c.patch_size << ", chans " << c.in_chans << ", dim " << c.embed_dim
      << ", depth " << c.depth << ", heads " << c.num_heads << ", mlp " << c.mlp_hidden_dim()
      << (c.qkv_bias ? ", qkv bias" : ", no qkv bias");
+  if (c.layer_scale) os << ", layer scale";
+  if (c.num_registers > 0) os << ", " << c.num_registers << " registers";
+  if (c.pos_img_size > 0) os << ", pos_embed " << c.pos_grid_size() << "x" << c.pos_grid_size();
   return os.str();
 }
 
@@ -66,6 +69,7 @@ std::optional<std::string> dino_name_of_hf(const std::string& key, int& qkv_part
   static const std::pair<const char*, const char*> kTop[] = {
       {"embeddings.cls_token", "cls_token"},
       {"embeddings.position_embeddings", "pos_embed"},
+      {"embeddings.register_tokens", "register_tokens"},
       {"embeddings.patch_embeddings.projection.weight", "patch_embed.proj.weight"},
       {"embeddings.patch_embeddings.projection.bias", "patch_embed.proj.bias"},
       {"layernorm.weight", "norm.weight"},
@@ -76,12 +80,23 @@ std::optional<std::string> dino_name_of_hf(const std::string& key, int& qkv_part
   }
   const auto layer = split_hf_layer(key);
   if (!layer) return std::nullopt;
+  const std::string block = "blocks." + layer->first + ".";
+  // Dinov2Model's LayerScale gains.
+  if (layer->second == "layer_scale1.lambda1") return block + "ls1.gamma";
+  if (layer->second == "layer_scale2.lambda1") return block + "ls2.gamma";
   const auto param = split_param(layer->second);
   if (!param) return std::nullopt;
-  const std::string block = "blocks." + layer->first + ".";
+  // ViTModel's names, then Dinov2Model's (whose norm1 / norm2 / mlp.fc1 / mlp.fc2 are DINO's).
   static const std::pair<const char*, const char*> kModules[] = {
-      {"layernorm_before", "norm1"},     {"layernorm_after", "norm2"}, {"attention.output.dense", "attn.proj"},
-      {"intermediate.dense", "mlp.fc1"}, {"output.dense", "mlp.fc2"},
+      {"layernorm_before", "norm1"},
+      {"layernorm_after", "norm2"},
+      {"attention.output.dense", "attn.proj"},
+      {"intermediate.dense", "mlp.fc1"},
+      {"output.dense", "mlp.fc2"},
+      {"norm1", "norm1"},
+      {"norm2", "norm2"},
+      {"mlp.fc1", "mlp.fc1"},
+      {"mlp.fc2", "mlp.fc2"},
   };
   for (const auto& [hf, dino] : kModules) {
     if (param->first == hf) return block + dino + "." + param->second;
@@ -98,8 +113,8 @@ std::optional<std::string> dino_name_of_hf(const std::string& key, int& qkv_part
 
 // A DINO ViT parameter name for some configuration: what a wrong configuration would miss.
 bool is_dino_vit_name(const std::string& name) {
-  for (const char* top :
-       {"cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias", "norm.weight", "norm.bias"}) {
+  for (const char* top : {"cls_token", "pos_embed", "register_tokens", "patch_embed.proj.weight",
+                          "patch_embed.proj.bias", "norm.weight", "norm.bias"}) {
     if (name == top) return true;
   }
   if (!starts_with(name, "blocks.")) return false;
@@ -108,13 +123,35 @@ bool is_dino_vit_name(const std::string& name) {
   for (size_t i = 7; i < dot; ++i) {
     if (name[i] < '0' || name[i] > '9') return false;
   }
-  const auto param = split_param(name.substr(dot + 1));
+  const std::string rest = name.substr(dot + 1);
+  if (rest == "ls1.gamma" || rest == "ls2.gamma") return true;
+  const auto param = split_param(rest);
   if (!param) return false;
   for (const char* module : {"norm1", "attn.qkv", "attn.proj", "norm2", "mlp.fc1", "mlp.fc2"}) {
     if (param->first == module) return true;
   }
   return false;
 }
+
+// DINOv2's chunked blocks (training checkpoints with block_chunks > 0): "blocks.<chunk>.<i>.<rest>"
+// -> "blocks.<i>.<rest>" (i counts over all blocks; the chunk index only groups them).
+std::optional<std::string> unchunked(const std::string& name) {
+  if (!starts_with(name, "blocks.")) return std::nullopt;
+  auto digits_until_dot = [&](size_t from) -> size_t {
+    size_t at = from;
+    while (at < name.size() && name[at] >= '0' && name[at] <= '9') ++at;
+    return at > from && at < name.size() && name[at] == '.' ? at : std::string::npos;
+  };
+  const size_t chunk_end = digits_until_dot(7);
+  if (chunk_end == std::string::npos) return std::nullopt;
+  const size_t index_end = digits_until_dot(chunk_end + 1);
+  if (index_end == std::string::npos) return std::nullopt;
+  return "blocks." + name.substr(chunk_end + 1);
+}
+
+// DINOv2's mask token (official and Hugging Face names): used by its masked-image pretraining
+// only, never by the features, so it is dropped by name.
+bool is_mask_token(const std::string& name) { return name == "mask_token" || name == "embeddings.mask_token"; }
 
 struct Source {
   std::string key;  // as in the checkpoint
@@ -154,7 +191,8 @@ BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& so
   for (NamedParameter& p : VisionTransformer(config).named_parameters()) expected.emplace(p.name, p.tensor.shape());
 
   std::map<std::string, int64_t> stripped;  // prefix -> keys
-  int64_t heads = 0, poolers = 0, hf_names = 0;
+  int64_t heads = 0, poolers = 0, hf_names = 0, chunked = 0;
+  std::vector<std::string> mask_tokens;                             // "'key' dtype[shape]" of each dropped mask token
   std::map<std::string, Source> renamed;                            // DINO name -> source
   std::map<std::string, std::array<std::optional<Source>, 3>> qkv;  // fused name -> query/key/value
   auto unknown = [&](const Source& s) {
@@ -182,6 +220,14 @@ BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& so
     if (starts_with(name, "pooler.")) {
       ++poolers;
       continue;
+    }
+    if (is_mask_token(name)) {
+      mask_tokens.push_back("'" + key + "' " + tensor_desc(tensor));
+      continue;
+    }
+    if (auto flat = unchunked(name)) {
+      ++chunked;
+      name = *flat;
     }
     Source s{key, tensor};
     int part = -1;
@@ -275,7 +321,17 @@ BackboneConversion convert_dino_backbone(const std::map<std::string, Tensor>& so
   }
   if (poolers > 0)
     out.notes.push_back("dropped " + std::to_string(poolers) + " Hugging Face pooler tensors (pooler.*)");
-  if (hf_names > 0) {
+  for (const std::string& mask : mask_tokens)
+    out.notes.push_back("dropped the mask token " + mask +
+                        " (DINOv2's masked-image pretraining; not used by features)");
+  if (chunked > 0)
+    out.notes.push_back("read " + std::to_string(chunked) +
+                        " tensors of chunked blocks (blocks.<chunk>.<i>. as blocks.<i>.)");
+  if (hf_names > 0 && config.layer_scale) {
+    out.notes.push_back("mapped " + std::to_string(hf_names) +
+                        " Hugging Face Dinov2Model names to DINOv2's (query/key/value fused into attn.qkv, "
+                        "layer_scale1/2.lambda1 as ls1/ls2.gamma)");
+  } else if (hf_names > 0) {
     std::ostringstream eps;
     eps << config.norm_eps;
     out.notes.push_back("mapped " + std::to_string(hf_names) +

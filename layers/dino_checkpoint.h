@@ -1,5 +1,6 @@
 // Converting DINO ViT backbone weights (facebookresearch/dino's .pth files, DINO full
-// checkpoints, Hugging Face ViTModel files, safetensors) into the engine's weights file: the
+// checkpoints, Hugging Face ViTModel files, DINOv2's .pth files and Hugging Face Dinov2Model
+// files, safetensors) into the engine's weights file: the
 // parameters of VisionTransformer(config) under DINO's names (layers/vision_transformer.h), f32,
 // with the model configuration in the safetensors metadata ("config").
 //
@@ -15,6 +16,12 @@
 //      in that order), ...attention.output.dense -> attn.proj, ...intermediate.dense -> mlp.fc1,
 //      ...output.dense -> mlp.fc2, layernorm -> norm). The engine keeps the configuration's
 //      LayerNorm eps (DINO's 1e-6), not Hugging Face's 1e-12;
+//   3b. DINOv2: the official names are the engine's (ls1.gamma, ls2.gamma, register_tokens);
+//      chunked blocks "blocks.<chunk>.<i>." read as "blocks.<i>."; Hugging Face Dinov2Model names
+//      map as ViTModel's plus embeddings.register_tokens -> register_tokens, encoder.layer.N.
+//      {norm1, norm2, mlp.fc1, mlp.fc2} -> blocks.N.{same}, layer_scale{1,2}.lambda1 ->
+//      ls{1,2}.gamma; the mask token (mask_token, embeddings.mask_token) is dropped by name,
+//      with a note: it serves DINOv2's masked pretraining only;
 //   4. every parameter the configuration expects must be present with its exact shape (an error
 //      names the key, its source key and both shapes); any other key is ignored with a warning.
 // Nothing is inferred: the configuration is the caller's. Floating tensors are converted to

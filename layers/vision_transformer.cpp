@@ -16,28 +16,35 @@ const VitConfig& validated(const VitConfig& config) {
 
 VisionTransformer::VisionTransformer(const VitConfig& config)
     : cls_token(new_parameter({1, 1, validated(config).embed_dim})),
-      pos_embed(new_parameter({1, 1 + config.num_patches(), config.embed_dim})),
+      pos_embed(new_parameter({1, 1 + config.pos_grid_size() * config.pos_grid_size(), config.embed_dim})),
       patch_embed(config.in_chans, config.embed_dim, config.patch_size),
       norm(config.embed_dim, config.norm_eps),
       config_(config) {
+  if (config.num_registers > 0) register_tokens = new_parameter({1, config.num_registers, config.embed_dim});
   blocks.reserve(static_cast<size_t>(config.depth));
   for (int64_t i = 0; i < config.depth; ++i)
-    blocks.emplace_back(config.embed_dim, config.num_heads, config.mlp_hidden_dim(), config.qkv_bias, config.norm_eps);
+    blocks.emplace_back(config.embed_dim, config.num_heads, config.mlp_hidden_dim(), config.qkv_bias, config.norm_eps,
+                        config.layer_scale);
 }
 
 Tensor VisionTransformer::prepare_tokens(const Tensor& images) {
   Tensor patches = patch_embed.forward(images);  // [B, N, D]
   const int64_t b = patches.size(0);
   // cls_token.expand(B, -1, -1): one kernel (B copies of it were B kernel launches per forward).
-  Tensor tokens = concat({expand(cls_token, {b, 1, cls_token.size(2)}), patches}, 1);
-  return tokens + interpolate_pos_encoding(pos_embed, images.size(2), images.size(3), config_.patch_size);
+  const int64_t d = cls_token.size(2);
+  Tensor tokens = concat({expand(cls_token, {b, 1, d}), patches}, 1);
+  tokens = tokens + resize_pos_embed_(pos_embed, images.size(2), images.size(3), config_.patch_size);
+  if (!register_tokens.defined()) return tokens;
+  return concat({slice(tokens, 1, 0, 1), expand(register_tokens, {b, register_tokens.size(1), d}),
+                 slice(tokens, 1, 1, tokens.size(1))},
+                1);
 }
 
 Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, size_t& end) {
   end = 0;
   while (end < limit && !blocks[end].any_trainable()) ++end;
-  const bool needs_grad =
-      images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() || patch_embed.any_trainable();
+  const bool needs_grad = images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() ||
+                          (register_tokens.defined() && register_tokens.requires_grad()) || patch_embed.any_trainable();
   std::optional<NoGradGuard> no_grad;
   if (!needs_grad) no_grad.emplace();
   Tensor x = prepare_tokens(images);
@@ -90,6 +97,7 @@ void VisionTransformer::set_grad_from_block(int64_t grad_from_block) {
 void VisionTransformer::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {
   visit(prefix + "cls_token", cls_token, ParamInit::trunc_normal(0.02));
   visit(prefix + "pos_embed", pos_embed, ParamInit::trunc_normal(0.02));
+  if (register_tokens.defined()) visit(prefix + "register_tokens", register_tokens, ParamInit::trunc_normal(1e-6));
   patch_embed.visit_parameters(prefix + "patch_embed.", visit);
   for (size_t i = 0; i < blocks.size(); ++i)
     blocks[i].visit_parameters(prefix + "blocks." + std::to_string(i) + ".", visit);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "engine/error.h"
 
@@ -71,6 +72,14 @@ const std::map<std::string, SpecKey>& spec_keys() {
       {"eps",
        {"a positive number",
         [](const std::string& v, ModelConfig& c) { return parse_positive_double(v, c.backbone.norm_eps); }}},
+      {"layer_scale",
+       {"true or false", [](const std::string& v, ModelConfig& c) { return parse_bool(v, c.backbone.layer_scale); }}},
+      {"registers",
+       {"a non-negative integer",
+        [](const std::string& v, ModelConfig& c) { return parse_count(v, c.backbone.num_registers, true); }}},
+      {"pos_img",
+       {"a non-negative integer (0 = img)",
+        [](const std::string& v, ModelConfig& c) { return parse_count(v, c.backbone.pos_img_size, true); }}},
       {"classes", head_int_key(&HeadConfig::num_classes, true)},
       {"head_hidden", head_int_key(&HeadConfig::hidden_dim, false)},
       {"head_bottleneck", head_int_key(&HeadConfig::bottleneck_dim, false)},
@@ -86,6 +95,12 @@ std::vector<std::string> spec_key_names() {
 
 ModelConfig named_config(const std::string& name, const std::string& spec) {
   if (name == "vit_base_patch16") return ModelConfig{vit_base_patch16(), HeadConfig{}};
+  static const std::tuple<const char*, int64_t, int64_t> kDinov2[] = {{"vit_small_patch14_dinov2", 384, 6},
+                                                                      {"vit_base_patch14_dinov2", 768, 12}};
+  for (const auto& [base, dim, heads] : kDinov2) {
+    if (name == base) return ModelConfig{vit_dinov2(dim, heads, 0), HeadConfig{}};
+    if (name == std::string(base) + "_reg4") return ModelConfig{vit_dinov2(dim, heads, 4), HeadConfig{}};
+  }
   fail("config '", spec, "': unknown configuration name '", name, "' (known: ", join(model_config_names()),
        "; other items must be key=value)");
 }
@@ -104,17 +119,22 @@ using nlohmann::json;
 
 const std::vector<std::string> backbone_fields = {"img_size",  "patch_size", "in_chans", "embed_dim", "depth",
                                                   "num_heads", "mlp_ratio",  "qkv_bias", "norm_eps"};
+// The DINOv2 fields: optional, absent = the default (see the header).
+const std::vector<std::string> optional_backbone_fields = {"layer_scale", "num_registers", "pos_img_size"};
 const std::vector<std::string> head_fields = {"hidden_dim", "bottleneck_dim", "num_classes"};
 
-// Every field present and no other.
-void check_fields(const json& object, const std::string& where, const std::vector<std::string>& fields) {
+// Every required field present and no field outside required + optional.
+void check_fields(const json& object, const std::string& where, const std::vector<std::string>& fields,
+                  const std::vector<std::string>& optional = {}) {
   check(object.is_object(), "model config JSON: ", where, " must be an object, got ", object.dump());
   for (const std::string& f : fields)
     check(object.contains(f), "model config JSON: ", where, " has no field '", f, "'");
+  std::vector<std::string> all = fields;
+  all.insert(all.end(), optional.begin(), optional.end());
   for (const auto& item : object.items()) {
     bool known = false;
-    for (const std::string& f : fields) known = known || f == item.key();
-    check(known, "model config JSON: ", where, " has an unknown field '", item.key(), "' (known: ", join(fields), ")");
+    for (const std::string& f : all) known = known || f == item.key();
+    check(known, "model config JSON: ", where, " has an unknown field '", item.key(), "' (known: ", join(all), ")");
   }
 }
 
@@ -144,6 +164,9 @@ void VitConfig::validate() const {
   check(std::isfinite(mlp_ratio) && mlp_ratio > 0 && mlp_hidden_dim() > 0, "vit config: mlp_ratio ", mlp_ratio,
         " gives no MLP hidden units for dim ", embed_dim);
   check(std::isfinite(norm_eps) && norm_eps > 0, "vit config: LayerNorm eps must be positive, got ", norm_eps);
+  check(num_registers >= 0, "vit config: the number of register tokens must be >= 0, got ", num_registers);
+  check(pos_img_size >= 0 && pos_img_size % patch_size == 0, "vit config: the position embedding's image size ",
+        pos_img_size, " must be 0 (= img) or a multiple of the patch size ", patch_size);
 }
 
 void HeadConfig::validate() const {
@@ -154,7 +177,21 @@ void HeadConfig::validate() const {
 
 VitConfig vit_base_patch16() { return VitConfig{}; }
 
-std::vector<std::string> model_config_names() { return {"vit_base_patch16"}; }
+VitConfig vit_dinov2(int64_t embed_dim, int64_t num_heads, int64_t num_registers) {
+  VitConfig c;
+  c.patch_size = 14;
+  c.embed_dim = embed_dim;
+  c.num_heads = num_heads;
+  c.layer_scale = true;
+  c.num_registers = num_registers;
+  c.pos_img_size = 518;
+  return c;
+}
+
+std::vector<std::string> model_config_names() {
+  return {"vit_base_patch16", "vit_small_patch14_dinov2", "vit_small_patch14_dinov2_reg4", "vit_base_patch14_dinov2",
+          "vit_base_patch14_dinov2_reg4"};
+}
 
 ModelConfig parse_model_config(const std::string& spec) {
   check(!spec.empty(), "config: empty configuration (give a name such as vit_base_patch16 or key=value items)");
@@ -195,6 +232,9 @@ std::string model_config_to_json(const ModelConfig& config) {
                 {"mlp_ratio", b.mlp_ratio},
                 {"qkv_bias", b.qkv_bias},
                 {"norm_eps", b.norm_eps}}}};
+  if (b.layer_scale) out["backbone"]["layer_scale"] = true;
+  if (b.num_registers != 0) out["backbone"]["num_registers"] = b.num_registers;
+  if (b.pos_img_size != 0) out["backbone"]["pos_img_size"] = b.pos_img_size;
   if (config.has_head())
     out["head"] = {{"hidden_dim", config.head.hidden_dim},
                    {"bottleneck_dim", config.head.bottleneck_dim},
@@ -218,7 +258,7 @@ ModelConfig model_config_from_json(const std::string& text) {
         root.contains("architecture") ? root["architecture"].dump() : std::string("nothing"));
   check(root.contains("backbone"), "model config JSON: no \"backbone\" object");
   const json& b = root["backbone"];
-  check_fields(b, "backbone", backbone_fields);
+  check_fields(b, "backbone", backbone_fields, optional_backbone_fields);
   ModelConfig config;
   VitConfig& v = config.backbone;
   v.img_size = get<int64_t>(b, "backbone", "img_size");
@@ -230,6 +270,9 @@ ModelConfig model_config_from_json(const std::string& text) {
   v.mlp_ratio = get<double>(b, "backbone", "mlp_ratio");
   v.qkv_bias = get<bool>(b, "backbone", "qkv_bias");
   v.norm_eps = get<double>(b, "backbone", "norm_eps");
+  if (b.contains("layer_scale")) v.layer_scale = get<bool>(b, "backbone", "layer_scale");
+  if (b.contains("num_registers")) v.num_registers = get<int64_t>(b, "backbone", "num_registers");
+  if (b.contains("pos_img_size")) v.pos_img_size = get<int64_t>(b, "backbone", "pos_img_size");
   v.validate();
   if (root.contains("head")) {
     const json& h = root["head"];

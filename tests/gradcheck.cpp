@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "engine/settings.h"
 
@@ -70,19 +71,21 @@ void check_gradients(const std::string& name, const TensorFn& f, const std::vect
     if (!xs[i].defined() || !xs[i].requires_grad()) continue;
     REQUIRE_MESSAGE(xs[i].grad().defined(), name << ": input " << i << " received no gradient");
     const auto analytic = xs[i].grad().to_vector<double>();
-    double* x = xs[i].data<double>();
     int failures = 0;
     for (int64_t j = 0; j < xs[i].numel() && failures < 5; ++j) {
-      const double saved = x[j];
+      // Every write through a fresh data() pointer, so that Storage::writes counts it: a layer's
+      // kept copy of an input (a resized position table, a bf16 weight) then sees the change.
+      auto set = [&](double value) { xs[i].data<double>()[j] = value; };
+      const double saved = std::as_const(xs[i]).data<double>()[j];
       const double h = 1e-6 * std::max(1.0, std::fabs(saved));
       double plus, minus;
       {
         NoGradGuard no_grad;
-        x[j] = saved + h;
+        set(saved + h);
         plus = projected_loss(f(xs), projection);
-        x[j] = saved - h;
+        set(saved - h);
         minus = projected_loss(f(xs), projection);
-        x[j] = saved;
+        set(saved);
       }
       const double numeric = (plus - minus) / (2 * h);
       const double error = std::fabs(analytic[static_cast<size_t>(j)] - numeric);

@@ -1,5 +1,5 @@
-// mcdl_convert: a DINO ViT backbone checkpoint (PyTorch .pth, zip or legacy; DINO full
-// checkpoint; Hugging Face ViTModel; safetensors) -> the engine's safetensors weights file.
+// mcdl_convert: a DINO or DINOv2 ViT backbone checkpoint (PyTorch .pth, zip or legacy; DINO full
+// checkpoint; Hugging Face ViTModel or Dinov2Model; safetensors) -> the engine's safetensors weights file.
 // The conversion itself is layers/dino_checkpoint.h; this is argument parsing and the summary.
 #include <cstdio>
 #include <cstring>
@@ -15,19 +15,25 @@ namespace {
 constexpr const char* kUsage =
     "usage: mcdl_convert IN -o OUT.safetensors [--config SPEC]\n"
     "\n"
-    "Converts DINO ViT backbone weights to the engine's safetensors file (DINO's parameter names,\n"
-    "f32, the model configuration in the metadata).\n"
+    "Converts DINO or DINOv2 ViT backbone weights to the engine's safetensors file (DINO's\n"
+    "parameter names, f32, the model configuration in the metadata).\n"
     "\n"
     "  IN             a torch.save checkpoint (zip or legacy format), e.g. DINO's\n"
     "                 dino_vitbase16_pretrain.pth, a DINO full checkpoint (the 'teacher' is used),\n"
-    "                 a Hugging Face ViTModel pytorch_model.bin, or a safetensors file\n"
+    "                 a Hugging Face ViTModel pytorch_model.bin, DINOv2's dinov2_vitb14_pretrain.pth\n"
+    "                 or dinov2_vitb14_reg4_pretrain.pth (also vits14), a Hugging Face Dinov2Model\n"
+    "                 model.safetensors (facebook/dinov2-base, facebook/dinov2-with-registers-base),\n"
+    "                 or another safetensors file\n"
     "  -o, --output   the file to write\n"
-    "  --config SPEC  the backbone configuration (default vit_base_patch16); e.g.\n"
-    "                 \"img=32,patch=8,dim=48,depth=2,heads=3\" (see layers/vit_config.h)\n"
+    "  --config SPEC  the backbone configuration (default vit_base_patch16); for DINOv2\n"
+    "                 vit_base_patch14_dinov2, vit_base_patch14_dinov2_reg4, vit_small_patch14_dinov2,\n"
+    "                 vit_small_patch14_dinov2_reg4; or e.g. \"img=32,patch=8,dim=48,depth=2,heads=3\"\n"
+    "                 (see layers/vit_config.h)\n"
     "  -h, --help     this text\n"
     "\n"
-    "module./backbone./vit. prefixes are stripped, head.* and pooler.* dropped; every parameter of\n"
-    "the configuration must be present with its shape. Exit status: 0 done, 1 error, 2 bad usage.\n";
+    "module./backbone./vit. prefixes are stripped, head.* and pooler.* dropped, DINOv2's mask token\n"
+    "dropped; every parameter of the configuration must be present with its shape. Exit status:\n"
+    "0 done, 1 error, 2 bad usage.\n";
 
 int usage_error(const std::string& message) {
   std::cerr << "mcdl_convert: " << message << "\n"

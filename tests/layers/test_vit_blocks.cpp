@@ -191,12 +191,18 @@ TEST_CASE("vit blocks: position-embedding interpolation edge cases") {
     CHECK(max_abs_diff(slice(out, 1, 0, 1), slice(pos, 1, 0, 1)) == 0);  // class embedding kept
     CHECK(max_abs_diff(out, pos) > 1e-3);
   }
-  SUBCASE("a trainable pos_embed cannot be resized") {
+  SUBCASE("a trainable pos_embed is resized in the graph, to the host path's values") {
     Tensor trainable = pos.clone().set_requires_grad(true);
-    CHECK_THROWS_WITH(interpolate_pos_encoding(trainable, 40, 40, 8),
-                      doctest::Contains("interpolate_pos_encoding: resizing pos_embed for a 40x40 input"));
-    NoGradGuard no_grad;
-    CHECK(interpolate_pos_encoding(trainable, 40, 40, 8).shape() == Shape{1, 26, 6});
+    Tensor in_graph = interpolate_pos_encoding(trainable, 40, 40, 8);
+    CHECK(in_graph.requires_grad());
+    Tensor on_host;
+    {
+      NoGradGuard no_grad;
+      on_host = interpolate_pos_encoding(trainable, 40, 40, 8);
+    }
+    CHECK_FALSE(on_host.requires_grad());
+    REQUIRE(in_graph.shape() == Shape{1, 26, 6});
+    CHECK(max_abs_diff(in_graph.detach(), on_host) < 1e-6);
   }
   SUBCASE("a pos_embed without a square grid is refused") {
     CHECK_THROWS_WITH(interpolate_pos_encoding(random_tensor({1, 7, 6}, 9, -1, 1, DType::f32), 40, 40, 8),
