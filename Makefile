@@ -49,11 +49,12 @@ TEST_MAIN_SRCS := $(wildcard tests/main/*.cpp)
 TEST_SRCS := $(filter-out $(TEST_MAIN_SRCS) tests/fuzz/%,$(wildcard tests/*.cpp tests/*/*.cpp))
 # Kernels that exist only to test the emulator itself: built with g++ into mcdl_tests.
 TEST_CUDA_SRCS := $(wildcard tests/*/*.cu)
-# The native GPU suite: every kernel parity test, plus the method's kernels (memory banks, losses)
-# and the pipeline (loader views and training runs on the device).
+# The native GPU suite: every kernel parity test, plus the method's kernels (memory banks, losses),
+# the backbones' PyTorch parity (DINO ViT, DINOv2) and the pipeline (loader views and training runs
+# on the device).
 GPU_TEST_SRCS := tests/test_main.cpp tests/gradcheck.cpp $(wildcard tests/cuda/*.cpp) \
                  tests/mcdl/test_memory_bank.cpp tests/mcdl/test_dcl_loss.cpp tests/mcdl/test_simgcd_loss.cpp \
-                 $(wildcard tests/pipeline/*.cpp)
+                 tests/layers/test_vit_parity.cpp tests/layers/test_dinov2_parity.cpp $(wildcard tests/pipeline/*.cpp)
 
 # Command-line programs: tools/mcdl_<name>.cpp each build ./mcdl_<name> at the repository root;
 # code shared by several of them lives in tools/common/.
