@@ -95,6 +95,10 @@ TEST_CASE("decode_image: a JPEG Huffman table of more than 256 codes is refused 
   const std::vector<uint8_t> bad = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_counts_over_256");
   CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({bad.data() + 1, bad.size() - 1}, "x.jpg"),
                        doctest::Contains("a JPEG Huffman table of 507 codes (at most 256"), mcdl::Error);
+  // The same with the table cut off by the end of the file: stb reads the missing counts as 0.
+  const std::vector<uint8_t> cut = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_table_cut_by_end");
+  CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({cut.data() + 1, cut.size() - 1}, "x.jpg"),
+                       doctest::Contains("a JPEG Huffman table of 519 codes (at most 256"), mcdl::Error);
   const std::vector<uint8_t> good = file_bytes("tests/fuzz/corpus/decode/python.jpg");
   const mcdl::Image image = mcdl::decode_image_bytes({good.data() + 1, good.size() - 1}, "python.jpg");
   CHECK(image.width > 0);
