@@ -59,6 +59,7 @@ GPU_TEST_SRCS := tests/test_main.cpp tests/gradcheck.cpp $(wildcard tests/cuda/*
 # Command-line programs: tools/mcdl_<name>.cpp each build ./mcdl_<name> at the repository root;
 # code shared by several of them lives in tools/common/.
 TOOL_SRCS := $(wildcard tools/mcdl_*.cpp)
+MPI_PLUGIN := libmcdl_mpi.so
 TOOL_BINS := $(TOOL_SRCS:tools/%.cpp=%)
 TOOL_COMMON_SRCS := $(wildcard tools/common/*.cpp)
 
@@ -88,8 +89,8 @@ endif
 # The default test run leaves out the exhaustive sweeps (doctest suite "slow").
 TEST_ARGS ?=
 
-.PHONY: all test test-asan test-slow test-gpu test-gpu-sanitize bench bench-gpu demo deps check-deps clean cuda-note
-all: cuda-note $(LIB) $(TOOL_BINS) $(TESTS) $(GPU_TARGETS) $(BENCH) $(STEP_BENCH)
+.PHONY: all test test-asan test-slow test-gpu test-gpu-sanitize bench bench-gpu demo deps check-deps clean cuda-note mpi
+all: cuda-note $(LIB) $(TOOL_BINS) $(MPI_PLUGIN) $(TESTS) $(GPU_TARGETS) $(BENCH) $(STEP_BENCH)
 
 cuda-note:
 ifeq ($(NVCC),)
@@ -97,7 +98,7 @@ ifeq ($(NVCC),)
 endif
 
 # Depends on the nvcc build too, so a kernel that stops compiling for the GPU fails CI.
-test: $(TESTS) $(TOOL_BINS) $(GPU_TARGETS)
+test: $(TESTS) $(TOOL_BINS) $(MPI_PLUGIN) $(GPU_TARGETS)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ./$(TESTS) --test-suite-exclude=slow $(TEST_ARGS)
 ifneq ($(NVCC),)
 	@# The real nvcc binary too: natively where a GPU is present, otherwise it must say so and exit 0.
@@ -113,7 +114,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 test-asan:
 	@# CXXFLAGS through the environment, so that the Makefile's own flags (-std, -Werror, ...) still append.
 	CXXFLAGS="-O1 -g" $(MAKE) BUILD=$(ASAN_BUILD) SANITIZE="$(ASAN_FLAGS)" $(ASAN_BUILD)/mcdl_tests \
-	  $(TOOL_BINS:%=$(ASAN_BUILD)/bin/%)
+	  $(TOOL_BINS:%=$(ASAN_BUILD)/bin/%) $(MPI_PLUGIN)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  MCDL_TOOL_DIR=$(CURDIR)/$(ASAN_BUILD)/bin ./$(ASAN_BUILD)/mcdl_tests --test-suite-exclude=slow $(TEST_ARGS)
 
@@ -160,6 +161,12 @@ DATASET ?= fmnist
 MAX_TRAIN ?=
 demo: check-deps mcdl_train
 	DATASET="$(DATASET)" SEEDS="$(SEEDS)" MAX_TRAIN="$(MAX_TRAIN)" tools/demo.sh
+
+# The MPI plugin (engine/mpi_plugin_api.h), built with OpenMPI's compiler wrapper and loaded at
+# run time only by processes that an MPI launcher started, so nothing else links MPI.
+mpi: $(MPI_PLUGIN)
+$(MPI_PLUGIN): plugins/mpi/mpi_world.cpp engine/mpi_plugin_api.h | check-deps
+	mpicxx -std=c++20 -O2 -g -Wall -Wextra -Werror -I. -shared -fPIC $< -o $@
 
 deps:
 	tools/install_deps.sh
@@ -229,7 +236,7 @@ $(GPU_BENCH): $(BUILD)/tools/bench_gpu.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TOOL_BINS)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TOOL_BINS) $(MPI_PLUGIN)
 
 -include $(TOOL_SRCS:%.cpp=$(BUILD)/%.d) $(TOOL_COMMON_SRCS:%.cpp=$(BUILD)/%.d) $(LIB_OBJS:.o=.d) $(EMU_OBJS:.o=.d) $(GPU_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/bench_linear.d $(BUILD)/tools/bench_gpu.d $(BUILD)/tools/bench_step.d
 

@@ -23,21 +23,23 @@ Edge edge_for(const Tensor& input) {
   return edge;
 }
 
-// Nodes reachable from `root`, ordered so that every node comes before the nodes that
-// produced its inputs (iterative depth-first search; graphs can be deep).
-std::vector<std::shared_ptr<Node>> reverse_topological_order(const std::shared_ptr<Node>& root) {
+// Nodes reachable from `roots`, ordered so that every node comes before the nodes that
+// produced its inputs (iterative depth-first search; graphs can be deep). Roots may share nodes.
+std::vector<std::shared_ptr<Node>> reverse_topological_order(const std::vector<std::shared_ptr<Node>>& roots) {
   std::vector<std::shared_ptr<Node>> post_order;
   std::unordered_set<Node*> visited;
-  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
-  visited.insert(root.get());
-  while (!stack.empty()) {
-    auto& [node, next_input] = stack.back();
-    if (next_input < node->inputs.size()) {
-      const auto& child = node->inputs[next_input++].node;
-      if (child && visited.insert(child.get()).second) stack.emplace_back(child, 0);
-    } else {
-      post_order.push_back(node);
-      stack.pop_back();
+  for (const auto& root : roots) {
+    if (!visited.insert(root.get()).second) continue;
+    std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [node, next_input] = stack.back();
+      if (next_input < node->inputs.size()) {
+        const auto& child = node->inputs[next_input++].node;
+        if (child && visited.insert(child.get()).second) stack.emplace_back(child, 0);
+      } else {
+        post_order.push_back(node);
+        stack.pop_back();
+      }
     }
   }
   return {post_order.rbegin(), post_order.rend()};
@@ -107,19 +109,39 @@ void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode) {
 }
 
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
-  if (!root.grad_fn()) {  // a leaf: its gradient is the seed itself
-    Tensor grad = root.grad();
-    if (grad.defined()) {
-      accumulate_into(grad, root_grad, GradMode::Accumulate);
-    } else {
-      const_cast<Tensor&>(root).set_grad(root_grad.clone());
-    }
-    return;
-  }
-  NoGradGuard no_grad;  // backward rules never build graphs of their own
+  run_backward(std::vector<Tensor>{root}, std::vector<Tensor>{root_grad}, retain_graph);
+}
+
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads, bool retain_graph) {
+  check(roots.size() == root_grads.size(), "backward: ", roots.size(), " roots but ", root_grads.size(),
+        " gradients");
   std::unordered_map<Node*, Tensor> pending;
-  pending[root.grad_fn().get()] = root_grad;
-  for (const auto& node : reverse_topological_order(root.grad_fn())) {
+  std::vector<std::shared_ptr<Node>> root_nodes;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& root = roots[i];
+    check(root_grads[i].shape() == root.shape(), "backward: root ", i, " is ", root, " but its gradient is ",
+          root_grads[i]);
+    if (!root.grad_fn()) {  // a leaf: its gradient is the seed itself
+      Tensor grad = root.grad();
+      if (grad.defined()) {
+        accumulate_into(grad, root_grads[i], GradMode::Accumulate);
+      } else {
+        const_cast<Tensor&>(root).set_grad(root_grads[i].clone());
+      }
+      continue;
+    }
+    Tensor& seed = pending[root.grad_fn().get()];
+    if (seed.defined()) {  // a second root from the same node: the node's gradient is the sum
+      seed = seed.clone();
+      accumulate_into(seed, root_grads[i], GradMode::Accumulate);
+    } else {
+      seed = root_grads[i];
+      root_nodes.push_back(root.grad_fn());
+    }
+  }
+  if (root_nodes.empty()) return;
+  NoGradGuard no_grad;  // backward rules never build graphs of their own
+  for (const auto& node : reverse_topological_order(root_nodes)) {
     auto it = pending.find(node.get());
     if (it == pending.end()) continue;  // no gradient flowed into this node
     check(static_cast<bool>(node->rule), "backward: the graph through '", node->op_name,

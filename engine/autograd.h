@@ -81,5 +81,8 @@ void accumulate_into(Tensor& dst, const Tensor& src, GradMode mode);
 
 // Runs backward from `root` with the given output gradient (same shape as root).
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph);
+// The same from several roots at once, each with its gradient: one pass over their joint graph,
+// so a node that several roots reach runs once, with the sum of what flowed into it.
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads, bool retain_graph);
 
 }  // namespace mcdl

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages the build, the tests and the demo need (the demo and some tests
-# read Fashion-MNIST from the dataset-fashion-mnist package; `make fuzz` needs clang and its
-# libFuzzer runtime), only those whose files are missing.
+# read Fashion-MNIST from the dataset-fashion-mnist package; the multi-process tests OpenMPI;
+# `make fuzz` needs clang and its libFuzzer runtime), only those whose files are missing.
 # Usage: tools/install_deps.sh [--quiet]
 set -eu
 quiet=${1:-}
@@ -16,6 +16,8 @@ for pair in \
   zlib1g-dev:/usr/include/zlib.h \
   nlohmann-json3-dev:/usr/include/nlohmann/json.hpp \
   dataset-fashion-mnist:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \
+  libopenmpi-dev:/usr/bin/mpicxx.openmpi \
+  openmpi-bin:/usr/bin/mpirun.openmpi \
   clang:/usr/bin/clang++ \
   libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 do

@@ -6,11 +6,14 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "data/datasets.h"
+#include "engine/collective.h"
 #include "engine/error.h"
 #include "tools/common/cli.h"
 #include "tools/common/config_arguments.h"
+#include "tools/common/mpi_launch.h"
 #include "tools/common/run_report.h"
 #include "mcdl/run/train_config.h"
 #include "mcdl/harness/run.h"
@@ -39,10 +42,12 @@ void print_help() {
   std::printf("%s", mcdl::options_help(mcdl::config_options(defaults)).c_str());
   std::printf(
       "  --%-22s continue the run in RUN_DIR from its last checkpoint\n"
-      "  --%-22s read every option from a saved config.json (later options override it)\n\n"
+      "  --%-22s read every option from a saved config.json (later options override it)\n"
+      "  --%-22s start N processes on this machine through OpenMPI's mpirun, each running --shards S / N\n"
+      "  %-24s of every batch (--shards defaults to N; docs/scaling.md)\n\n"
       "example:\n  ./mcdl_train cub --data-root ~/datasets --weights dino_vitb16.safetensors --out runs/cub\n"
       "  (~/datasets/CUB_200_2011/images.txt, ...; see the README for every dataset's layout)\n",
-      "resume RUN_DIR", "config FILE");
+      "resume RUN_DIR", "config FILE", "nproc N", "");
 }
 
 bool is_dataset(const std::string& name) {
@@ -50,7 +55,13 @@ bool is_dataset(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-int run(int argc, char** argv) {
+int run(int argc_in, char** argv_in) {
+  // --nproc N starts mpirun with N copies of this program; the copies (and a plain run) go on here.
+  std::vector<std::string> args = mcdl::tools::start_processes_if_asked(argc_in, argv_in);
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  const int argc = static_cast<int>(arg_pointers.size());
+  char** argv = arg_pointers.data();
   mcdl::TrainConfig config;
   bool resume = false;
   int first = 1;
@@ -99,6 +110,12 @@ int run(int argc, char** argv) {
                 " or choose another --out");
   }
   mcdl::tools::stop_runs_on_interrupt();
+  // Several processes: rank 0 alone prints and writes (the others compute the same, in step).
+  const bool rank_zero = mcdl::world().rank() == 0;
+  if (!rank_zero) {
+    config.progress = false;
+    mcdl::check(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence rank ", mcdl::world().rank());
+  }
   const mcdl::RunSummary summary = mcdl::run_training(config, resume);
   if (summary.interrupted) {
     std::fprintf(stderr, "stopped; continue with ./mcdl_train --resume %s\n", config.out.c_str());
@@ -118,7 +135,7 @@ int run(int argc, char** argv) {
   std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
   // The pictures of the run: curves.svg, confusion.svg, embedding.svg and report.html (config.out is
   // the run directory, resumed too).
-  std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
+  if (rank_zero) std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());
   return 0;
 }
 

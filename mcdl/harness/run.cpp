@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "data/loader.h"
+#include "engine/collective.h"
 #include "engine/error.h"
 #include "engine/ops/linalg.h"
 #include "engine/settings.h"
@@ -21,14 +22,33 @@
 #include "mcdl/run/frozen_backbone.h"
 #include "mcdl/run/run_checkpoint.h"
 #include "mcdl/run/run_start.h"
+#include "mcdl/run/stop_request.h"
 
 namespace mcdl {
 namespace {
 
-// The checked config with the defaults that depend on the settings alone filled in.
-TrainConfig validated(const TrainConfig& config) {
+// The checked config with the defaults that depend on the settings alone filled in; with
+// several processes, --shards defaults to their number.
+TrainConfig validated(const TrainConfig& config, const Collective& world) {
   validate_config(config);
-  return resolve_defaults(config);
+  TrainConfig resolved = resolve_defaults(config);
+  if (world.size() > 1 && !resolved.shards) {
+    resolved.shards = world.size();
+    validate_config(resolved);
+  }
+  return resolved;
+}
+
+// A short fingerprint of this program's file, so that ranks running different builds are found.
+std::string program_fingerprint() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+    if (!in) break;
+  }
+  return std::to_string(hash);
 }
 
 void append_missing(MetricsRow& row, const std::vector<std::string>& names) {
@@ -52,15 +72,17 @@ class Run {
   void save_checkpoint(int64_t epochs_completed);
   void load_checkpoint();
 
+  Collective& world_;  // the processes of the run (one unless an MPI launcher started several)
   TrainConfig config_;
   bool resume_;
   Device device_;
-  RunDirectory run_;
+  RunDirectory run_;  // written by rank 0 alone
   CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
   ScopedEngineSettings settings_;  // the run's matmul precision, until its last product
   int64_t clusters_ = 0;  // the model's clusters (--clusters)
   RunProgress progress_;
+  Shards shards_;  // --shards: how the method's forwards and the backward run
   std::unique_ptr<BaseMethod> method_;
   TrainedMethod* trained_ = nullptr;  // the method's training side (null: k-means)
   std::unique_ptr<Mcdl> mcdl_;        // where --method attaches MCDL
@@ -69,19 +91,27 @@ class Run {
 };
 
 Run::Run(const TrainConfig& config, bool resume)
-    : config_(validated(config)),
+    : world_(world()),
+      config_(validated(config, world_)),
       resume_(resume),
       device_(select_device(device_choice_name(config_.device))),
-      run_(config_.out),
+      run_(config_.out, world_.rank() == 0),
       data_(load_training_data(config_)),
       settings_(&EngineSettings::matmul_precision,
-                select_matmul_precision(precision_request(config_.precision), device_)) {
+                select_matmul_precision(precision_request(config_.precision), device_)),
+      shards_(config_.shards, &world_) {
+  if (world_.size() > 1) {
+    check_same_on_every_rank(world_, program_fingerprint(), "program (another build of mcdl_train)");
+    TrainConfig shared = config_;
+    shared.progress = false;  // only rank 0 shows a progress bar
+    check_same_on_every_rank(world_, config_to_json(shared), "configuration");
+  }
   // What depends on the machine and the data, resolved here once, before config.json is written.
   config_.precision = engine_settings().matmul_precision;
   config_.eval_on = data_.eval_on;
   clusters_ = resolve_clusters(config_, data_, device_);
   begin_run(config_, data_, run_, resume_);
-  MethodRecipe recipe = make_method(config_.method, {config_, data_, device_, clusters_, run_, progress_});
+  MethodRecipe recipe = make_method(config_.method, {config_, data_, device_, clusters_, run_, progress_, shards_});
   method_ = std::move(recipe.base);
   trained_ = method_->trained();
   if (recipe.with_mcdl) {
@@ -152,8 +182,9 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
       terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
     }
     terms.insert(terms.begin(), total);
-    backward_and_step(total, trained_->optimizer());
+    backward_and_step(total, trained_->optimizer(), shards_);
     trained_->after_step();
+    agree_on_stop(world_);  // several ranks stop after the same step
     if (!log.record(terms, batch.batch, progress_.iterations)) {
       progress_.stop = true;
       break;

@@ -13,6 +13,7 @@
 #include "data/loader.h"
 #include "engine/device.h"
 #include "engine/optim/optimizer.h"
+#include "engine/shards.h"
 #include "engine/tensor.h"
 #include "io/safetensors.h"
 #include "mcdl/evaluation/cluster_accuracy.h"
@@ -25,7 +26,8 @@
 namespace mcdl {
 
 // What every method is built from: the run's resolved settings, its data, device, number of
-// clusters K, directory and progress (all owned by the harness, which outlives the method).
+// clusters K, directory and progress (all owned by the harness, which outlives the method), and
+// the shards its training forwards run through (the harness runs the backward through them).
 struct MethodContext {
   const TrainConfig& config;
   const TrainingData& data;
@@ -33,6 +35,7 @@ struct MethodContext {
   int64_t clusters;
   const RunDirectory& run;
   const RunProgress& progress;
+  Shards& shards;
 };
 
 // A base method's part of one training step on the two weak views [weak1; weak2].

@@ -75,8 +75,13 @@ void Gcd::make_optimizer() {
 BaseStep Gcd::step(const LoadedBatch& batch, const BatchLabels& labels, int64_t) {
   BaseStep step;
   const Tensor outputs = profiled(context_.device, "forward", [&] {
-    step.features = backbone_->forward(concat({batch.views[0], batch.views[1]}, 0));
-    return head_->forward(step.features);
+    const std::vector<Tensor> out =
+        context_.shards.forward(concat({batch.views[0], batch.views[1]}, 0), [this](const Tensor& rows) {
+          const Tensor features = backbone_->forward(rows);
+          return std::vector<Tensor>{features, head_->forward(features)};
+        });
+    step.features = out[0];
+    return out[1];
   });
   const GcdLossTerms loss =
       gcd_loss(outputs, labels.labels, labels.labelled, context_.config.sup_weight, context_.config.gcd_temperature);
@@ -100,7 +105,10 @@ Tensor Gcd::weak_logits(const BaseStep& step) {
   return classifier_->logits(step.features.detach());
 }
 
-Tensor Gcd::logits(const Tensor& images) { return classifier_->logits(backbone_->forward(images)); }
+Tensor Gcd::logits(const Tensor& images) {
+  return context_.shards.forward(images,
+                                 [this](const Tensor& rows) { return classifier_->logits(backbone_->forward(rows)); });
+}
 
 std::vector<std::string> Gcd::score_columns() const {
   const bool balanced = context_.data.dataset.balanced_accuracy;

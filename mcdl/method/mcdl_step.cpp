@@ -119,9 +119,11 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     Tensor targets;
     {
       NoGradGuard no_grad;
+      // The banks keep f32; the targets follow the logits' dtype (f64 in the exactness tests).
       targets = mixmatch_targets(x_modes,
                                  bank_weak.mean_probs(x_slots_t), bank_strong.mean_probs(x_slots_t), x_is_high,
-                                 settings_.tau_u);
+                                 settings_.tau_u)
+                    .to(weak_logits.dtype());
     }
     RandomStream stream(settings_.seed, stream_id("mixmatch", {epoch, iteration}));
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, settings_.mix_alpha);

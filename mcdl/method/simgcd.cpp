@@ -111,7 +111,7 @@ std::vector<std::string> SimGcd::loss_names() const { return {"cls", "cluster", 
 BaseStep SimGcd::step(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch) {
   const Device device = context_.device;
   const Tensor weak = concat({batch.views[0], batch.views[1]}, 0);
-  const HeadOutput out = profiled(device, "forward", [&] { return model_->forward(weak); });
+  const HeadOutput out = profiled(device, "forward", [&] { return forward(*model_, weak); });
   const Tensor teacher = teacher_ ? teacher_logits(weak) : Tensor();
   const SimGCDLossTerms loss = profiled(device, "simgcd_losses", [&] {
     return simgcd_loss(out.logits, out.projection, labels.labels, labels.labelled, epoch, loss_config_, teacher);
@@ -129,10 +129,20 @@ void SimGcd::after_step() {
   if (teacher_) ema_update(teacher_->trainable_parameters(), model_->trainable_parameters(), *context_.config.ema_teacher);
 }
 
+HeadOutput SimGcd::forward(SimGCDModel& model, const Tensor& images) {
+  const std::vector<Tensor> out = context_.shards.forward(images, [&model](const Tensor& rows) {
+    HeadOutput head = model.forward(rows);
+    return std::vector<Tensor>{head.projection, head.logits};
+  });
+  return {out[0], out[1]};
+}
+
+Tensor SimGcd::logits(const Tensor& images) { return forward(*model_, images).logits; }
+
 Tensor SimGcd::teacher_logits(const Tensor& images) {
   if (!teacher_) return Tensor();
   NoGradGuard no_grad;
-  return profiled(context_.device, "teacher", [&] { return teacher_->forward(images).logits; });
+  return profiled(context_.device, "teacher", [&] { return forward(*teacher_, images).logits; });
 }
 
 std::vector<std::string> SimGcd::score_columns() const {
@@ -171,7 +181,8 @@ EpochScore SimGcd::score(int64_t epoch, bool final, MetricsRow& row) {
     images_.write_predictions(context_, predictions);
     // The evaluated images' backbone features, row for row with predictions.csv: mcdl_report's
     // embedding (the frozen part is cached, so only the last block runs again).
-    write_npy(context_.run.file("features.npy"), images_.set->features(model_->backbone, true));
+    if (context_.run.writes())
+      write_npy(context_.run.file("features.npy"), images_.set->features(model_->backbone, true));
   }
   score.predictions = images_.predictions(predictions);
   return score;

@@ -45,7 +45,7 @@ class SimGcd : public TrainedMethod {
 
   void enable_predictions(bool) override {}  // the head predicts
   Tensor weak_logits(const BaseStep& step) override { return step.logits; }
-  Tensor logits(const Tensor& images) override { return model_->forward(images).logits; }
+  Tensor logits(const Tensor& images) override;
   Tensor teacher_logits(const Tensor& images) override;
 
   EpochScore score(int64_t epoch, bool final, MetricsRow& row) override;
@@ -58,6 +58,8 @@ class SimGcd : public TrainedMethod {
 
  private:
   void make_optimizer();
+  // The model's outputs of a training step's images, through the run's shards.
+  HeadOutput forward(SimGCDModel& model, const Tensor& images);
 
   MethodContext context_;
   std::unique_ptr<SimGCDModel> model_;

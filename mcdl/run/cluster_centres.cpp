@@ -11,6 +11,7 @@ namespace fs = std::filesystem;
 namespace mcdl {
 
 void save_cluster_centres(const RunDirectory& run, const Tensor& centres, int64_t iterations) {
+  if (!run.writes()) return;
   save_safetensors(run.file(cluster_centres_file), {{"centres", centres.to(DType::f32)}},
                    {{"iterations", std::to_string(iterations)}});
 }

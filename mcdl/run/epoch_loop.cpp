@@ -145,10 +145,18 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
 }
 
 void backward_and_step(const Tensor& loss, Optimizer& optimizer) {
+  Shards off;
+  backward_and_step(loss, optimizer, off);
+}
+
+void backward_and_step(const Tensor& loss, Optimizer& optimizer, Shards& shards) {
   {
     const ProfileRange range(loss.device(), "backward");
     optimizer.zero_grad();
-    loss.backward();
+    std::vector<Tensor> parameters;
+    for (const ParamGroup& group : optimizer.groups())
+      for (const NamedParameter& p : group.params) parameters.push_back(p.tensor);
+    shards.backward(loss, parameters);
   }
   const ProfileRange range(loss.device(), "optimizer_step");
   optimizer.step();

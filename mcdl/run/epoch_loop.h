@@ -10,6 +10,7 @@
 
 #include "engine/device.h"
 #include "engine/optim/optimizer.h"
+#include "engine/shards.h"
 #include "engine/tensor.h"
 #include "mcdl/run/progress_bar.h"
 #include "mcdl/run/run_directory.h"
@@ -90,8 +91,10 @@ EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const Ru
 RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps);
 
 // A step's update: the gradients of `loss` (the last step's cleared first), then the optimizer's
-// step, each a profiler range on a GPU ("backward", "optimizer_step").
+// step, each a profiler range on a GPU ("backward", "optimizer_step"). With `shards`, the
+// backward runs through the shards the step's forwards ran on.
 void backward_and_step(const Tensor& loss, Optimizer& optimizer);
+void backward_and_step(const Tensor& loss, Optimizer& optimizer, Shards& shards);
 
 // The values of 0-dim tensors (loss terms) on the host, through one device-to-host copy (one
 // synchronisation on a GPU instead of one per term).

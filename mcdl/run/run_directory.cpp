@@ -25,8 +25,9 @@ namespace {
 constexpr const char* kWhatToDo = "choose another directory with --out, or make room in this one, then run again";
 }
 
-RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {
+RunDirectory::RunDirectory(std::string path, bool writer) : path_(std::move(path)), writer_(writer) {
   check(!path_.empty(), "run directory: no path given (use --out RUN_DIR)");
+  if (!writer_) return;
   std::error_code ec;
   fs::create_directories(path_, ec);
   check(!ec, "cannot create the run directory ", path_, ": ", ec.message(), "; ", kWhatToDo);
@@ -40,7 +41,7 @@ RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {
 std::string RunDirectory::file(const std::string& name) const { return (fs::path(path_) / name).string(); }
 
 void RunDirectory::write_text(const std::string& name, const std::string& text) const {
-  write_file_atomically(file(name), text);
+  if (writer_) write_file_atomically(file(name), text);
 }
 
 namespace {
@@ -63,6 +64,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 void RunDirectory::append_metrics(const MetricsRow& row) const {
+  if (!writer_) return;
   nlohmann::ordered_json j;
   for (const auto& [key, value] : row) j[key] = std::isfinite(value) ? nlohmann::ordered_json(value) : nullptr;
   std::string csv_header, csv_row;
@@ -78,6 +80,7 @@ void RunDirectory::append_metrics(const MetricsRow& row) const {
 }
 
 void RunDirectory::truncate_metrics(int64_t epoch) const {
+  if (!writer_) return;
   const std::string jsonl_path = file("metrics.jsonl");
   if (!fs::exists(jsonl_path)) {  // metrics.csv is rebuilt from the jsonl rows: none, no rows
     fs::remove(file("metrics.csv"));
@@ -110,6 +113,7 @@ bool RunDirectory::has_checkpoint() const { return fs::exists(last_checkpoint())
 void RunDirectory::save_checkpoint(const std::map<std::string, Tensor>& tensors,
                                    const std::map<std::string, std::string>& metadata, int64_t epoch,
                                    int64_t keep_every) const {
+  if (!writer_) return;
   try {
     save_safetensors(last_checkpoint(), tensors, metadata);
     if (keep_every > 0 && (epoch + 1) % keep_every == 0)

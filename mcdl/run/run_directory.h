@@ -21,9 +21,11 @@ double metric_value(const MetricsRow& row, const std::string& name);
 class RunDirectory {
  public:
   // Creates it (and checkpoints/) and probes that it can be written (a test file written, fsynced
-  // and removed); throws naming the directory and the OS error when not.
-  explicit RunDirectory(std::string path);
+  // and removed); throws naming the directory and the OS error when not. Not `writer` (the ranks
+  // of a multi-process run other than rank 0): it only reads, and every write is skipped.
+  explicit RunDirectory(std::string path, bool writer = true);
   const std::string& path() const { return path_; }
+  bool writes() const { return writer_; }
   std::string file(const std::string& name) const;
 
   void write_text(const std::string& name, const std::string& text) const;  // atomic replace
@@ -41,6 +43,7 @@ class RunDirectory {
 
  private:
   std::string path_;
+  bool writer_;
 };
 
 }  // namespace mcdl

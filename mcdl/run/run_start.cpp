@@ -69,7 +69,7 @@ void begin_run(const TrainConfig& config, const TrainingData& data, const RunDir
   run.write_text("config.json", config_to_json(config));
   run.write_text("labels.csv", labels_csv(data.dataset));  // the class names of mcdl_report's pictures
   if (resume) return;
-  write_split_csv(run.file("split.csv"), data.dataset, data.split);
+  if (run.writes()) write_split_csv(run.file("split.csv"), data.dataset, data.split);
   write_known_classes(run, data.dataset);
   // A new run in a directory where a run was killed before its first checkpoint: no stale rows.
   run.truncate_metrics(0);

@@ -50,6 +50,20 @@ TextField ema_teacher_field(std::optional<double>& momentum) {
           }};
 }
 
+// --shards: off (unset) or a shard count.
+TextField shards_field(std::optional<int64_t>& shards) {
+  return {[&shards] { return shards ? std::to_string(*shards) : std::string("off"); },
+          [&shards](const std::string& text) {
+            if (text == "off") {
+              shards.reset();
+              return;
+            }
+            int64_t count = 0;
+            set_option({{"shards", "", &count}}, "shards", text);
+            shards = count;
+          }};
+}
+
 // --clusters: a number, 0 (unset: the dataset's K) or auto (estimated).
 TextField clusters_field(TrainConfig& c) {
   return {[&c] { return c.estimate_clusters ? std::string("auto") : std::to_string(c.clusters.value_or(0)); },
@@ -210,6 +224,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"skip-bad-images", "drop unreadable images (after the split is drawn) instead of stopping", &c.skip_bad_images},
       {"epochs", "training epochs", &c.epochs},
       {"batch-size", "samples per batch (each gives 2 views, 3 with MCDL)", &c.batch_size},
+      {"shards", "off, or S: the batch's forwards and backwards run on S equal shards, one after another, while "
+                 "every loss sees the whole batch (the unsharded result to rounding; docs/scaling.md)",
+       shards_field(c.shards)},
       {"lr", "SGD learning rate", &c.lr},
       {"lr-min-factor", "cosine annealing ends at lr times this", &c.lr_min_factor},
       {"momentum", "SGD momentum", &c.momentum},
@@ -304,6 +321,9 @@ TrainConfig config_from_json(const std::string& json, const std::string& where) 
 void validate_config(const TrainConfig& c) {
   check(c.epochs > 0, "--epochs must be positive");
   check(c.batch_size >= 2, "--batch-size must be at least 2");
+  check(!c.shards || *c.shards >= 1, "--shards must be off or at least 1, got ", c.shards.value_or(0));
+  check(!c.shards || c.batch_size % *c.shards == 0, "--shards ", c.shards.value_or(0), " does not divide --batch-size ",
+        c.batch_size, ": the batch is cut into equal shards; pick a divisor of the batch size (e.g. 2, 4 or 8 for 128)");
   check(c.image_size > 0, "--image-size must be positive");
   check(c.prop_labelled > 0 && c.prop_labelled < 1, "--prop-labelled must be in (0, 1)");
   check(c.lr > 0, "--lr must be positive");

@@ -88,6 +88,9 @@ struct TrainConfig {
   // Optimisation (SimGCD).
   int64_t epochs = 200;
   int64_t batch_size = 128;
+  // Exact sharding: the batch's model forwards and backwards run on this many equal shards, the
+  // losses on the whole batch (engine/shards.h); unset: off, one graph per step.
+  std::optional<int64_t> shards;
   double lr = 0.1;
   double lr_min_factor = 1e-3;         // cosine annealing to lr · factor
   double momentum = 0.9;

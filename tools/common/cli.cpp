@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "engine/collective.h"
 #include "engine/device.h"
 #include "mcdl/run/stop_request.h"
 
@@ -39,6 +40,12 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   try {
     status = run(argc, argv);
   } catch (const std::exception& e) {
+    if (Collective* world = multi_process_world()) {
+      // The other ranks would wait for this one forever: the message, then every rank ends.
+      std::fprintf(stderr, "error on rank %d of %d: %s\n", world->rank(), world->size(), e.what());
+      std::fflush(stderr);
+      world->abort(1);
+    }
     std::fprintf(stderr, "error: %s\n", e.what());
   }
   // Every tensor of run() is gone by now; the GPU's handles, stream and pool go before main

@@ -1,0 +1,148 @@
+#include "engine/collective.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "engine/error.h"
+#include "engine/mpi_plugin_api.h"
+
+namespace mcdl {
+namespace {
+
+class SingleProcess final : public Collective {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string transport() const override { return "one process"; }
+  void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) override {
+    check(counts.size() == 1 && counts[0] == send_bytes, "all_gather: one process sends ", send_bytes,
+          " bytes but the counts say otherwise");
+    if (send_bytes > 0) std::memmove(receive, send, send_bytes);
+  }
+  void broadcast(void*, size_t, int root) override { check(root == 0, "broadcast: no rank ", root, " in one process"); }
+  void barrier() override {}
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+};
+
+// Where the plugin is: $MCDL_MPI_PLUGIN, else next to the executable, else the loader's search.
+std::vector<std::string> plugin_candidates() {
+  if (const char* path = std::getenv("MCDL_MPI_PLUGIN"); path && *path) return {path};
+  std::vector<std::string> candidates;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back((exe.parent_path() / "libmcdl_mpi.so").string());
+  candidates.push_back("libmcdl_mpi.so");
+  return candidates;
+}
+
+class MpiWorld final : public Collective {
+ public:
+  explicit MpiWorld(int launched) {
+    std::string tried;
+    void* handle = nullptr;
+    for (const std::string& path : plugin_candidates()) {
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) break;
+      tried += "\n  " + path + ": " + dlerror();
+    }
+    check(handle != nullptr, "an MPI launcher started ", launched,
+          " processes, but the MPI plugin libmcdl_mpi.so could not be loaded:", tried,
+          "\nbuild it with `make mpi` (it needs OpenMPI: apt-get install libopenmpi-dev openmpi-bin), or set "
+          "MCDL_MPI_PLUGIN to its path");
+    const auto entry = reinterpret_cast<const McdlMpiApi* (*)()>(dlsym(handle, kMcdlMpiApiSymbol));
+    check(entry != nullptr, "libmcdl_mpi.so has no ", kMcdlMpiApiSymbol, ": rebuild it with `make mpi`");
+    api_ = entry();
+    check(api_ != nullptr && api_->version == kMcdlMpiApiVersion, "libmcdl_mpi.so was built for another version of ",
+          "this program (interface ", api_ ? api_->version : -1, ", expected ", kMcdlMpiApiVersion,
+          "): rebuild it with `make mpi`");
+    char error[512] = "";
+    check(api_->init(&rank_, &size_, error, sizeof error) == 0, "MPI could not start: ", error);
+    check(size_ == launched, "the launcher's environment says ", launched, " processes but MPI's world has ", size_);
+  }
+  ~MpiWorld() override { api_->finalize(); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string transport() const override { return "MPI"; }
+
+  void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) override {
+    check(counts.size() == static_cast<size_t>(size_) && counts[static_cast<size_t>(rank_)] == send_bytes,
+          "all_gather on rank ", rank_, ": the counts do not match the ", size_, " processes");
+    char error[512] = "";
+    check(api_->all_gather(send, send_bytes, receive, counts.data(), error, sizeof error) == 0,
+          "MPI all-gather failed on rank ", rank_, " of ", size_, ": ", error);
+  }
+  void broadcast(void* data, size_t bytes, int root) override {
+    char error[512] = "";
+    check(api_->broadcast(data, bytes, root, error, sizeof error) == 0, "MPI broadcast failed on rank ", rank_,
+          " of ", size_, ": ", error);
+  }
+  void barrier() override {
+    char error[512] = "";
+    check(api_->barrier(error, sizeof error) == 0, "MPI barrier failed on rank ", rank_, " of ", size_, ": ", error);
+  }
+  [[noreturn]] void abort(int code) override {
+    api_->abort(code);
+    std::_Exit(code);
+  }
+
+ private:
+  const McdlMpiApi* api_ = nullptr;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+int launcher_world_size() {
+  // OpenMPI's mpirun (and OpenMPI under srun), then the PMI of MPICH's launcher and srun --mpi=pmi2.
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* value = std::getenv(name);
+    if (!value || !*value) continue;
+    char* end = nullptr;
+    const long n = std::strtol(value, &end, 10);
+    check(*end == '\0' && n >= 1 && n <= INT_MAX, "the launcher's ", name, " is '", value,
+          "'; expected a process count");
+    return static_cast<int>(n);
+  }
+  return 1;
+}
+
+std::unique_ptr<Collective> single_process() { return std::make_unique<SingleProcess>(); }
+
+namespace {
+std::atomic<Collective*> several{nullptr};
+}  // namespace
+
+Collective& world() {
+  static const std::unique_ptr<Collective> instance = [] {
+    const int launched = launcher_world_size();
+    return launched > 1 ? std::unique_ptr<Collective>(std::make_unique<MpiWorld>(launched)) : single_process();
+  }();
+  if (instance->size() > 1) several.store(instance.get());
+  return *instance;
+}
+
+Collective* multi_process_world() { return several.load(); }
+
+void check_same_on_every_rank(Collective& world, const std::string& bytes, const std::string& what) {
+  if (world.size() == 1) return;
+  uint64_t length = bytes.size();
+  world.broadcast(&length, sizeof length, 0);
+  std::string first(length, '\0');
+  if (world.rank() == 0) first = bytes;
+  world.broadcast(first.data(), first.size(), 0);
+  const char same = first == bytes ? 1 : 0;
+  std::vector<char> all(static_cast<size_t>(world.size()));
+  world.all_gather(&same, 1, all.data(), std::vector<size_t>(all.size(), 1));
+  for (size_t r = 0; r < all.size(); ++r)
+    check(all[r] == 1, "rank ", r, " was started with a different ", what, " than rank 0: start every process with ",
+          "the same program and command");
+}
+
+}  // namespace mcdl

@@ -1,0 +1,83 @@
+// libmcdl_mpi.so: the engine's host collectives over MPI (engine/mpi_plugin_api.h), built against
+// the system's MPI by `make mpi` and loaded by engine/collective.cpp only under an MPI launcher.
+// Errors return to the caller (MPI_ERRORS_RETURN) with MPI's own message.
+// The C interface only: MPI's deprecated C++ bindings do not compile cleanly under -Werror.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <vector>
+
+#include "engine/mpi_plugin_api.h"
+
+namespace {
+
+int report(int code, const char* what, char* error, size_t error_size) {
+  if (code == MPI_SUCCESS) return 0;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  std::snprintf(error, error_size, "%s: %s", what, text);
+  return 1;
+}
+
+int init(int* rank, int* size, char* error, size_t error_size) {
+  int provided = 0;
+  // Only the thread that runs the step calls MPI.
+  if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS)
+    return report(code, "MPI_Init_thread", error, error_size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  return 0;
+}
+
+int all_gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
+               size_t error_size) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int> count(static_cast<size_t>(size)), offset(static_cast<size_t>(size));
+  size_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] > INT_MAX || total > INT_MAX) {
+      std::snprintf(error, error_size, "all-gather of %zu bytes from rank %d: more than MPI's int counts hold",
+                    counts[r], r);
+      return 1;
+    }
+    count[static_cast<size_t>(r)] = static_cast<int>(counts[r]);
+    offset[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += counts[r];
+  }
+  return report(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, receive, count.data(), offset.data(),
+                               MPI_BYTE, MPI_COMM_WORLD),
+                "MPI_Allgatherv", error, error_size);
+}
+
+int broadcast(void* data, size_t bytes, int root, char* error, size_t error_size) {
+  if (bytes > INT_MAX) {
+    std::snprintf(error, error_size, "broadcast of %zu bytes: more than MPI's int counts hold", bytes);
+    return 1;
+  }
+  return report(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast", error,
+                error_size);
+}
+
+int barrier(char* error, size_t error_size) {
+  return report(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", error, error_size);
+}
+
+void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+void finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+const McdlMpiApi api{kMcdlMpiApiVersion, init, all_gather, broadcast, barrier, abort_world, finalize};
+
+}  // namespace
+
+extern "C" const McdlMpiApi* mcdl_mpi_api() { return &api; }
