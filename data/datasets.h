@@ -2,7 +2,7 @@
 // code reads; README lists them with download sources), in the reference's training-image order,
 // with its old / new classes.
 //
-// Names: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 fmnist fmnist-pairs
+// Names: cub scars aircraft herbarium19 cifar10 cifar100 imagenet100 imagenet1k fmnist fmnist-pairs
 // fmnist-pairs-pretrain folder (fmnist-pairs: a CUB-like benchmark composed from Fashion-MNIST,
 // data/datasets/fmnist_pairs.h; -pretrain: the unlabelled images for its backbone).
 // A missing folder or file fails with one message naming it and where to get the dataset;

@@ -48,8 +48,15 @@ std::vector<std::pair<int64_t, int64_t>> Shards::ranges(int64_t rows, int64_t co
   return result;
 }
 
+void Shards::set_local_shard(std::optional<int64_t> shard) {
+  check(!shard || (count_ && *shard >= 0 && *shard < *count_), "shards: no shard ", shard.value_or(-1), " among ",
+        count());
+  local_shard_ = shard;
+}
+
 std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn) {
   if (!count_ || input.size(0) == 0) return fn(input);
+  if (local_shard_) return forward_local_shard(input, fn, *local_shard_);
   const bool record = grad_enabled();
   std::vector<std::vector<Tensor>> parts;  // [output][shard] of this rank's shards
   const auto shard_ranges = ranges(input.size(0), *count_);
@@ -156,6 +163,60 @@ std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>
     result.push_back(concat(pieces, 0));
   }
   return result;
+}
+
+std::vector<Tensor> Shards::forward_local_shard(const Tensor& input, const MultiForward& fn, int64_t shard) {
+  const bool mine = shard >= first_ && shard < last_;
+  std::vector<Tensor> outputs;
+  if (mine) {
+    const bool record = grad_enabled();
+    Piece piece{shard, {}, {}};
+    for (const Tensor& out : fn(input)) {
+      check(out.dim() >= 1 && out.size(0) == input.size(0), "shards: an output of the forward is ", out, " for ",
+            input.size(0), " input rows; a sharded forward must give one row per input row");
+      if (record && out.requires_grad()) {
+        Tensor leaf = out.detach();
+        leaf.set_requires_grad(true);
+        piece.outputs.push_back(out);
+        piece.leaves.push_back(leaf);
+        outputs.push_back(leaf);
+      } else {
+        outputs.push_back(out);
+      }
+    }
+    if (!piece.outputs.empty()) pieces_.push_back(std::move(piece));
+  }
+  if (ranks() == 1) return outputs;
+  // The owner's outputs to every rank: their layout, then their bytes.
+  const int owner = static_cast<int>(shard / (*count_ / ranks()));
+  std::vector<int64_t> header(kHeaderWords, -1);
+  if (mine) {
+    check(outputs.size() <= kMaxOutputs, "shards: at most ", kMaxOutputs, " outputs per forward, got ", outputs.size());
+    header[0] = static_cast<int64_t>(outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      check(static_cast<size_t>(outputs[k].dim()) <= kWordsPerOutput - 2, "shards: output ", k,
+            " has too many axes: ", outputs[k]);
+      int64_t* words = &header[1 + k * kWordsPerOutput];
+      words[0] = static_cast<int64_t>(outputs[k].dtype());
+      words[1] = outputs[k].dim();
+      for (int64_t a = 0; a < outputs[k].dim(); ++a) words[2 + a] = outputs[k].size(a);
+    }
+  }
+  world_->broadcast(header.data(), kHeaderWords * sizeof(int64_t), owner);
+  for (int64_t k = 0; k < header[0]; ++k) {
+    const int64_t* words = &header[1 + k * kWordsPerOutput];
+    if (mine) {
+      NoGradGuard no_grad;
+      Tensor host = host_copy(outputs[static_cast<size_t>(k)].detach());
+      world_->broadcast(host.raw_data(), host.nbytes(), owner);
+      continue;
+    }
+    Shape shape(words + 2, words + 2 + words[1]);
+    Tensor host = empty(shape, static_cast<DType>(words[0]), Device::cpu());
+    world_->broadcast(host.raw_data(), host.nbytes(), owner);
+    outputs.push_back(host.to(input.device()));
+  }
+  return outputs;
 }
 
 Tensor Shards::forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn) {

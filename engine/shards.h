@@ -48,6 +48,11 @@ class Shards {
   std::vector<Tensor> forward(const Tensor& input, const MultiForward& fn);
   Tensor forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn);
 
+  // Local batch statistics: until the next call, a forward takes its whole input as the rows of
+  // shard `shard` (nullopt: back to cutting inputs into shards). The process that owns the shard
+  // computes it; across processes the others receive its outputs (broadcast).
+  void set_local_shard(std::optional<int64_t> shard);
+
   // Gradients of `loss` into the parameters' .grad (which must have none yet): the loss's graph,
   // then shard by shard the graphs of the forwards since the last backward(). The losses may
   // reach the parameters only through those forwards (checked).
@@ -63,6 +68,8 @@ class Shards {
   // ranks' (all-gathered, without a graph).
   std::vector<Tensor> gather_outputs(const std::vector<std::vector<Tensor>>& local, int64_t rows, Device device,
                                      const std::vector<std::pair<int64_t, int64_t>>& shard_ranges);
+  // Shard `shard`'s outputs on every rank, computed by its owner.
+  std::vector<Tensor> forward_local_shard(const Tensor& input, const MultiForward& fn, int64_t shard);
   // Every shard's gradients from every rank, summed in shard order into `sums`.
   void sum_gathered_gradients(const std::vector<Tensor>& parameters, const std::vector<std::vector<Tensor>>& local,
                               std::vector<Tensor>& sums);
@@ -70,6 +77,7 @@ class Shards {
   std::optional<int64_t> count_;
   Collective* world_ = nullptr;
   int64_t first_ = 0, last_ = 0;  // the shards this process runs: [first_, last_)
+  std::optional<int64_t> local_shard_;
   std::vector<Piece> pieces_;     // since the last backward(), in the order they ran
 };
 

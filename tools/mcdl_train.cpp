@@ -58,6 +58,7 @@ bool is_dataset(const std::string& name) {
 int run(int argc_in, char** argv_in) {
   // --nproc N starts mpirun with N copies of this program; the copies (and a plain run) go on here.
   std::vector<std::string> args = mcdl::tools::start_processes_if_asked(argc_in, argv_in);
+  mcdl::tools::assign_gpu_to_local_rank();  // before anything starts CUDA
   std::vector<char*> arg_pointers;
   for (std::string& a : args) arg_pointers.push_back(a.data());
   const int argc = static_cast<int>(arg_pointers.size());

@@ -9,7 +9,7 @@ namespace mcdl {
 
 const std::vector<std::string>& dataset_names() {
   static const std::vector<std::string> names = {"cub",         "scars",  "aircraft",     "herbarium19",
-                                                 "cifar10",     "cifar100", "imagenet100", "fmnist",
+                                                 "cifar10",     "cifar100", "imagenet100", "imagenet1k", "fmnist",
                                                  "fmnist-pairs", "fmnist-pairs-pretrain", "folder"};
   return names;
 }
@@ -31,6 +31,7 @@ Dataset load_dataset(const std::string& name, const std::string& root, const Dat
   else if (name == "cifar10") d = read_cifar(root, 10, test);
   else if (name == "cifar100") d = read_cifar(root, 100, test);
   else if (name == "imagenet100") d = read_imagenet100(root, test);
+  else if (name == "imagenet1k") d = read_imagenet1k(root, test);
   else if (name == "fmnist") d = read_fashion_mnist(fmnist_root, test);
   else if (name == "fmnist-pairs") d = read_fmnist_pairs(fmnist_root, test);
   else if (name == "fmnist-pairs-pretrain") d = read_fmnist_pairs_pretrain(fmnist_root);

@@ -15,6 +15,7 @@ Dataset read_aircraft(const std::string& root, bool with_test);
 Dataset read_herbarium19(const std::string& root, bool with_test);
 Dataset read_cifar(const std::string& root, int64_t num_classes, bool with_test);  // 10 or 100
 Dataset read_imagenet100(const std::string& root, bool with_test);
+Dataset read_imagenet1k(const std::string& root, bool with_test);
 Dataset read_fashion_mnist(const std::string& root, bool with_test);
 Dataset read_fmnist_pairs(const std::string& root, bool with_test);
 Dataset read_fmnist_pairs_pretrain(const std::string& root);  // no test split

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "data/loader.h"
+#include "engine/all_gather.h"
 #include "engine/autograd.h"
 #include "engine/ops.h"
 
@@ -15,14 +16,39 @@ namespace mcdl {
 EvaluationSet::EvaluationSet(const ImageCache& cache, std::vector<int64_t> train_indices, EvaluationOptions options)
     : cache_(cache), train_indices_(std::move(train_indices)), options_(std::move(options)) {}
 
+namespace {
+
+// The batches of ranks [0, world): a contiguous block each, [first, last) of `batches`.
+std::pair<size_t, size_t> rank_block(size_t batches, int rank, int ranks) {
+  return {batches * static_cast<size_t>(rank) / static_cast<size_t>(ranks),
+          batches * static_cast<size_t>(rank + 1) / static_cast<size_t>(ranks)};
+}
+
+int ranks_of(const Collective* world) { return world ? world->size() : 1; }
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> EvaluationSet::batches() const {
-  std::vector<std::vector<int64_t>> out;
+  std::vector<std::vector<int64_t>> all;
   for (size_t start = 0; start < train_indices_.size(); start += static_cast<size_t>(options_.batch_size)) {
     const size_t end = std::min(train_indices_.size(), start + static_cast<size_t>(options_.batch_size));
-    out.emplace_back(train_indices_.begin() + static_cast<std::ptrdiff_t>(start),
+    all.emplace_back(train_indices_.begin() + static_cast<std::ptrdiff_t>(start),
                      train_indices_.begin() + static_cast<std::ptrdiff_t>(end));
   }
-  return out;
+  if (ranks_of(options_.world) == 1) return all;
+  const auto [first, last] = rank_block(all.size(), options_.world->rank(), options_.world->size());
+  return {all.begin() + static_cast<std::ptrdiff_t>(first), all.begin() + static_cast<std::ptrdiff_t>(last)};
+}
+
+std::vector<int64_t> EvaluationSet::images_per_rank() const {
+  const size_t batch = static_cast<size_t>(options_.batch_size), n = train_indices_.size();
+  const size_t num_batches = (n + batch - 1) / batch;
+  std::vector<int64_t> images;
+  for (int r = 0; r < ranks_of(options_.world); ++r) {
+    const auto [first, last] = rank_block(num_batches, r, ranks_of(options_.world));
+    images.push_back(static_cast<int64_t>(std::min(n, last * batch) - std::min(n, first * batch)));
+  }
+  return images;
 }
 
 EvaluationSet::~EvaluationSet() {
@@ -110,7 +136,8 @@ std::vector<int64_t> EvaluationSet::predict(SimGCDModel& model) {
     const std::vector<int64_t> batch = argmax(out.logits, 1).to(Device::cpu()).to_vector<int64_t>();
     predictions.insert(predictions.end(), batch.begin(), batch.end());
   });
-  return predictions;
+  if (ranks_of(options_.world) == 1) return predictions;
+  return all_gather_values(*options_.world, predictions, images_per_rank());
 }
 
 Tensor EvaluationSet::features(VisionTransformer& backbone, bool normalise) {
@@ -119,7 +146,10 @@ Tensor EvaluationSet::features(VisionTransformer& backbone, bool normalise) {
     Tensor cls = backbone.forward_from_frozen(tokens);
     parts.push_back((normalise ? l2_normalize(cls) : cls).to(Device::cpu()));
   });
-  return concat(parts, 0);
+  if (ranks_of(options_.world) == 1) return concat(parts, 0);
+  const Tensor local = parts.empty() ? empty({0, backbone.config().embed_dim}, DType::f32, Device::cpu())
+                                     : concat(parts, 0);
+  return all_gather_rows(*options_.world, local, images_per_rank());
 }
 
 }  // namespace mcdl

@@ -1,5 +1,6 @@
 // The per-epoch evaluation: the unlabelled training images through the test transform
-// (resize, center crop, normalise), predictions = argmax of the logits.
+// (resize, center crop, normalise), predictions = argmax of the logits. Several processes split
+// its batches and gather the results (EvaluationOptions::world).
 //
 // The frozen part of the backbone and the test transform never change during a run, so the
 // tokens after the frozen blocks are computed once and reused every epoch (exact: the same
@@ -11,6 +12,7 @@
 
 #include "data/image_cache.h"
 #include "data/transforms.h"
+#include "engine/collective.h"
 #include "engine/tensor.h"
 #include "layers/simgcd_model.h"
 
@@ -23,6 +25,10 @@ struct EvaluationOptions {
   int64_t workers = 1;
   int64_t memory_budget_bytes = int64_t{2} << 30;  // for the cached frozen tokens
   Device device = Device::cpu();
+  // The processes that share the evaluation (null: this one alone): each computes a contiguous
+  // block of the batches, and every rank receives all predictions, batch for batch the numbers one
+  // process computes.
+  Collective* world = nullptr;
 };
 
 class EvaluationSet {
@@ -40,7 +46,9 @@ class EvaluationSet {
   bool tokens_in_file() const { return mapped_ != nullptr; }
 
  private:
+  // This process's batches (all of them in one process), and each rank's number of images.
   std::vector<std::vector<int64_t>> batches() const;
+  std::vector<int64_t> images_per_rank() const;
   // Calls visit(batch number, tokens after the frozen blocks on the device) for every batch.
   template <class Visit>
   void for_each_frozen_batch(VisionTransformer& backbone, Visit visit);

@@ -6,10 +6,12 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <type_traits>
 
 #include "data/loader.h"
 #include "engine/collective.h"
 #include "engine/error.h"
+#include "engine/ops.h"
 #include "engine/ops/linalg.h"
 #include "engine/settings.h"
 #include "io/safetensors.h"
@@ -29,14 +31,10 @@ namespace {
 
 // The checked config with the defaults that depend on the settings alone filled in; with
 // several processes, --shards defaults to their number.
-TrainConfig validated(const TrainConfig& config, const Collective& world) {
+TrainConfig validated(TrainConfig config, const Collective& world) {
+  if (world.size() > 1 && !config.shards) config.shards = world.size();
   validate_config(config);
-  TrainConfig resolved = resolve_defaults(config);
-  if (world.size() > 1 && !resolved.shards) {
-    resolved.shards = world.size();
-    validate_config(resolved);
-  }
-  return resolved;
+  return resolve_defaults(config);
 }
 
 // A short fingerprint of this program's file, so that ranks running different builds are found.
@@ -63,6 +61,11 @@ class Run {
  private:
   RunSummary score_once();  // a method that does not train
   bool train_epoch(int64_t epoch, MetricsRow& row);  // true when every batch ran
+  // A step's loss terms, the total first: over the whole batch, or per shard (--batch-stats local).
+  std::vector<Tensor> step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
+                                 double mcdl_weight);
+  std::vector<Tensor> local_step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
+                                       double mcdl_weight);
   void finish_epoch(int64_t epoch, MetricsRow& row, bool final);
   // The scores of an epoch: the method's, MCDL's buckets and the validation columns (NaN where
   // the method did not predict); returns the summary line's part.
@@ -173,16 +176,10 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
   LoadedBatch batch;
   while (loader.next(batch)) {
     const BatchLabels labels = batch_labels(plan, data_, batch.batch);
-    const BaseStep base = trained_->step(batch, labels, epoch);
-    Tensor total = base.total;
-    std::vector<Tensor> terms = base.terms;
-    if (mcdl_) {
-      const McdlTerms extra = mcdl_->step(*trained_, base, batch, labels, epoch, mcdl_weight > 0);
-      total = mcdl_->total(total, extra, mcdl_weight);
-      terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
-    }
-    terms.insert(terms.begin(), total);
-    backward_and_step(total, trained_->optimizer(), shards_);
+    const std::vector<Tensor> terms = config_.batch_stats == BatchStats::local
+                                          ? local_step_terms(batch, labels, epoch, mcdl_weight)
+                                          : step_terms(batch, labels, epoch, mcdl_weight);
+    backward_and_step(terms.front(), trained_->optimizer(), shards_);
     trained_->after_step();
     agree_on_stop(world_);  // several ranks stop after the same step
     if (!log.record(terms, batch.batch, progress_.iterations)) {
@@ -191,6 +188,53 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
     }
   }
   return log.finish(row);
+}
+
+std::vector<Tensor> Run::step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
+                                    double mcdl_weight) {
+  const BaseStep base = trained_->step(batch, labels, epoch);
+  Tensor total = base.total;
+  std::vector<Tensor> terms = base.terms;
+  if (mcdl_) {
+    const McdlTerms extra = mcdl_->step(*trained_, base, batch, labels, epoch, mcdl_weight > 0);
+    total = mcdl_->total(total, extra, mcdl_weight);
+    terms.insert(terms.end(), {extra.sup, extra.semi, extra.self});
+  }
+  terms.insert(terms.begin(), total);
+  return terms;
+}
+
+// --batch-stats local: the step once per shard on its rows alone, as each GPU of a DDP run takes
+// it, and the mean of the shards' terms (DDP's mean of the GPUs' gradients). A shard's MixMatch
+// draws come from a stream of its own.
+std::vector<Tensor> Run::local_step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
+                                          double mcdl_weight) {
+  const int64_t count = shards_.count();
+  std::vector<Tensor> sums;
+  for (int64_t s = 0; s < count; ++s) {
+    const auto [begin, end] = Shards::ranges(batch.views[0].size(0), count)[static_cast<size_t>(s)];
+    LoadedBatch part;
+    part.batch = batch.batch * count + s;
+    for (const Tensor& view : batch.views) part.views.push_back(slice(view, 0, begin, end));
+    BatchLabels part_labels;
+    const auto rows = [&](const auto& values) {
+      using Values = std::decay_t<decltype(values)>;
+      return Values(values.begin() + begin, values.begin() + end);
+    };
+    part_labels.labels = rows(labels.labels);
+    part_labels.labelled = rows(labels.labelled);
+    part_labels.bank_index = rows(labels.bank_index);
+    shards_.set_local_shard(s);
+    const std::vector<Tensor> terms = step_terms(part, part_labels, epoch, mcdl_weight);
+    shards_.set_local_shard(std::nullopt);
+    if (sums.empty()) {
+      sums = terms;
+    } else {
+      for (size_t k = 0; k < terms.size(); ++k) sums[k] = sums[k] + terms[k];
+    }
+  }
+  for (Tensor& sum : sums) sum = sum * (1.0 / static_cast<double>(count));
+  return sums;
 }
 
 void Run::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {

@@ -181,8 +181,9 @@ EpochScore SimGcd::score(int64_t epoch, bool final, MetricsRow& row) {
     images_.write_predictions(context_, predictions);
     // The evaluated images' backbone features, row for row with predictions.csv: mcdl_report's
     // embedding (the frozen part is cached, so only the last block runs again).
-    if (context_.run.writes())
-      write_npy(context_.run.file("features.npy"), images_.set->features(model_->backbone, true));
+    // Every rank computes them (the evaluation is split over the ranks); rank 0 writes them.
+    const Tensor features = images_.set->features(model_->backbone, true);
+    if (context_.run.writes()) write_npy(context_.run.file("features.npy"), features);
   }
   score.predictions = images_.predictions(predictions);
   return score;

@@ -6,6 +6,7 @@
 
 #include "data/gcd_split.h"
 #include "data/label_names.h"
+#include "engine/collective.h"
 #include "engine/error.h"
 #include "io/csv_field.h"
 #include "layers/backbone_file.h"
@@ -90,6 +91,7 @@ EvaluationOptions evaluation_options(const TrainConfig& config, const TrainingDa
   options.batch_size = config.eval_batch_size;
   options.workers = loader_workers(config, device);
   options.device = device;
+  options.world = &world();  // a run of several processes splits its evaluations
   return options;
 }
 

@@ -227,6 +227,9 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"shards", "off, or S: the batch's forwards and backwards run on S equal shards, one after another, while "
                  "every loss sees the whole batch (the unsharded result to rounding; docs/scaling.md)",
        shards_field(c.shards)},
+      {"batch-stats", "global (every loss over the whole batch) or local: each shard's losses over its own rows "
+                      "alone, averaged, as each GPU of a PyTorch DDP run computes them (needs --shards)",
+       enum_field("batch-stats", &c.batch_stats, {{BatchStats::global, "global"}, {BatchStats::local, "local"}})},
       {"lr", "SGD learning rate", &c.lr},
       {"lr-min-factor", "cosine annealing ends at lr times this", &c.lr_min_factor},
       {"momentum", "SGD momentum", &c.momentum},
@@ -322,6 +325,8 @@ void validate_config(const TrainConfig& c) {
   check(c.epochs > 0, "--epochs must be positive");
   check(c.batch_size >= 2, "--batch-size must be at least 2");
   check(!c.shards || *c.shards >= 1, "--shards must be off or at least 1, got ", c.shards.value_or(0));
+  check(c.batch_stats == BatchStats::global || c.shards, "--batch-stats local computes each shard's losses alone: ",
+        "give the number of shards with --shards S (the number of GPUs of the run to match)");
   check(!c.shards || c.batch_size % *c.shards == 0, "--shards ", c.shards.value_or(0), " does not divide --batch-size ",
         c.batch_size, ": the batch is cut into equal shards; pick a divisor of the batch size (e.g. 2, 4 or 8 for 128)");
   check(c.image_size > 0, "--image-size must be positive");

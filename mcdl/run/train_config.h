@@ -41,6 +41,9 @@ const char* mcdl_variant_name(McdlVariant variant);
 // L_sup's averaging: over the high anchors (paper), or over labelled ∪ high anchors with
 // SimGCD's SupCon weight (robust).
 enum class SupNorm { high, labelled_and_high };
+// Where a step's batch statistics come from: the whole batch, or each shard alone (as every GPU
+// of a PyTorch DDP run computes its losses on its own images).
+enum class BatchStats { global, local };
 // The DCL losses that train (--mcdl-losses: a comma list of sup, semi, self, or none).
 struct McdlLosses {
   bool sup = true, semi = true, self = true;
@@ -91,6 +94,7 @@ struct TrainConfig {
   // Exact sharding: the batch's model forwards and backwards run on this many equal shards, the
   // losses on the whole batch (engine/shards.h); unset: off, one graph per step.
   std::optional<int64_t> shards;
+  BatchStats batch_stats = BatchStats::global;
   double lr = 0.1;
   double lr_min_factor = 1e-3;         // cosine annealing to lr · factor
   double momentum = 0.9;

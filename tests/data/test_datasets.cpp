@@ -344,7 +344,7 @@ TEST_CASE("folder: labelled class folders, unlabelled images, optional ground tr
 }
 
 TEST_CASE("load_dataset: names, unknown names, missing root") {
-  CHECK(dataset_names().size() == 11);
+  CHECK(dataset_names().size() == 12);
   CHECK_THROWS_WITH(load_dataset("mnist", "/tmp"), doctest::Contains("unknown dataset 'mnist' (known: cub scars"));
   CHECK_THROWS_WITH(load_dataset("cub", ""), doctest::Contains("needs its data root"));
 }
@@ -429,4 +429,32 @@ TEST_CASE("class split constants equal data/splits/ssb_splits.json") {
   CHECK(ssb_class_split("scars").easy.size() == 76);
   CHECK(ssb_class_split("aircraft").medium.size() == 17);
   CHECK_THROWS_WITH(ssb_class_split("cifar10"), doctest::Contains("no SSB split for 'cifar10'"));
+}
+
+// ---- ImageNet-1K ----------------------------------------------------------------------------
+TEST_CASE("imagenet1k: the 1000 sorted synsets with their index as the label, old classes 0..499") {
+  TempDir dir("imagenet1k");
+  char name[16];
+  for (int s = 0; s < 1000; ++s) {
+    std::snprintf(name, sizeof(name), "n%08d", s);
+    touch(dir.path / "train" / name / "img_b.JPEG");
+  }
+  touch(dir.path / "train/n00000007/img_a.JPEG");
+  const Dataset d = load_dataset("imagenet1k", dir.str());
+  REQUIRE(d.size() == 1001);
+  CHECK(d.num_classes == 1000);
+  CHECK(d.train[0].path == (dir.path / "train/n00000000/img_b.JPEG").string());
+  CHECK(d.train[7].path == (dir.path / "train/n00000007/img_a.JPEG").string());  // ImageFolder order
+  CHECK(d.train[7].class_id == 7);
+  CHECK(d.train[8].class_id == 7);
+  CHECK(d.train[1000].class_id == 999);
+  CHECK(d.old_classes.size() == 500);
+  CHECK(d.old_classes.back() == 499);
+  CHECK(d.new_classes.size() == 500);
+  CHECK(d.new_classes.front() == 500);
+  CHECK(d.subset_order == Dataset::SubsetOrder::index_arrays);
+
+  fs::remove_all(dir.path / "train/n00000500");
+  CHECK_THROWS_WITH(load_dataset("imagenet1k", dir.str()), doctest::Contains("999 class folders, expected the 1000"));
+  CHECK_THROWS_WITH(load_dataset("imagenet1k", (dir.path / "missing").string()), doctest::Contains("ILSVRC2012_img_train.tar"));
 }

@@ -168,3 +168,20 @@ TEST_CASE("test split: the folder layout's test/<class name>/, known or novel na
   fs::remove(dir.path / "test/owl/t3.png");
   CHECK_THROWS_WITH(load_dataset("folder", dir.str(), k4), doctest::Contains("has no images"));
 }
+
+TEST_CASE("test split: ImageNet-1K's val/<synset>/ for all 1000 synsets") {
+  TempDir dir("imagenet1k_test");
+  char name[16];
+  for (int s = 0; s < 1000; ++s) {
+    std::snprintf(name, sizeof(name), "n%08d", s);
+    touch(dir.path / "train" / name / "t.JPEG");
+    if (s != 3) touch(dir.path / "val" / name / "v.JPEG");
+  }
+  CHECK_THROWS_WITH(load_dataset("imagenet1k", dir.str(), with_test()),
+                    doctest::Contains("must be sorted into synset folders"));
+  touch(dir.path / "val/n00000003/v.JPEG");
+  const Dataset d = load_dataset("imagenet1k", dir.str(), with_test());
+  REQUIRE(d.test.size() == 1000);
+  CHECK(d.test[3].path == (dir.path / "val/n00000003/v.JPEG").string());
+  CHECK(d.test[999].class_id == 999);
+}

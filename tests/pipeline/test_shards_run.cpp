@@ -74,3 +74,36 @@ TEST_CASE("shards: the count must divide the batch") {
   CHECK_FALSE(c.shards.has_value());
   CHECK_THROWS_WITH(set_config_option(c, "shards", "two"), doctest::Contains("--shards"));
 }
+
+TEST_CASE("batch stats local: one shard is the global step bit for bit; two shards compute their statistics apart") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-local-stats-" + std::to_string(::getpid()));
+  const auto run_into = [&](const std::string& name, int64_t shards, BatchStats stats) {
+    TrainConfig config = sharded_config(Method::simgcd_mcdl, base / name);
+    config.shards = shards;
+    config.batch_stats = stats;
+    run_training(config, false);
+    return base / name;
+  };
+  const fs::path global1 = run_into("global1", 1, BatchStats::global), local1 = run_into("local1", 1, BatchStats::local);
+  testing::check_same_checkpoints(global1 / "checkpoints/last.safetensors", local1 / "checkpoints/last.safetensors");
+  CHECK(testing::metrics_without_timing(global1 / "metrics.csv") == testing::metrics_without_timing(local1 / "metrics.csv"));
+
+  const fs::path global2 = run_into("global2", 2, BatchStats::global), local2 = run_into("local2", 2, BatchStats::local);
+  const auto g = testing::metrics_columns(testing::read_text(global2 / "metrics.csv"));
+  const auto l = testing::metrics_columns(testing::read_text(local2 / "metrics.csv"));
+  // The mean-entropy term over each shard's 16 rows is another number than over the batch's 32:
+  // a per-shard statistic, far beyond float rounding.
+  const double memax_global = std::stod(g.at("memax")[0]), memax_local = std::stod(l.at("memax")[0]);
+  CHECK(std::abs(memax_global - memax_local) > 1e-3);
+  CHECK(testing::read_text(local2 / "config.json").find("\"batch-stats\": \"local\"") != std::string::npos);
+  fs::remove_all(base);
+}
+
+TEST_CASE("batch stats local: needs a shard count") {
+  TrainConfig c;
+  c.batch_stats = BatchStats::local;
+  CHECK_THROWS_WITH(validate_config(c), doctest::Contains("--batch-stats local computes each shard's losses alone"));
+  c.shards = 4;
+  CHECK_NOTHROW(validate_config(c));
+  CHECK_THROWS_WITH(set_config_option(c, "batch-stats", "per-gpu"), doctest::Contains("expected global or local"));
+}

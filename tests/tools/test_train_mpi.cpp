@@ -32,11 +32,11 @@ struct Outcome {
 // The plugin next to the repository's tools (make builds it there), for the instrumented tools too.
 std::string plugin_path() { return fs::absolute("libmcdl_mpi.so").string(); }
 
-// `command` with one OpenMP thread per process, at most 10 minutes.
+// `command` with one OpenMP thread per process, at most 5 minutes (a deadlock fails, not hangs).
 Outcome run(const fs::path& scratch, const std::string& command) {
   const fs::path err = scratch / "stderr.txt";
   const std::string line = "OMP_NUM_THREADS=1 MCDL_MPI_PLUGIN='" + plugin_path() +
-                           "' ASAN_OPTIONS=detect_leaks=0 timeout 600 " + command + " > /dev/null 2> '" +
+                           "' ASAN_OPTIONS=detect_leaks=0 timeout 300 " + command + " > /dev/null 2> '" +
                            err.string() + "'";
   const int status = std::system(line.c_str());
   REQUIRE(WIFEXITED(status));
@@ -165,4 +165,54 @@ TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with
   outcome = run(scratch.path, tool + " " + args + " --nproc 0");
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("--nproc needs a process count") != std::string::npos);
+}
+
+TEST_CASE("mcdl_train under mpirun: a run stopped on 2 processes resumes on 3, and on 1, to the uninterrupted run") {
+  const Scratch scratch;
+  const fs::path data = testing::coloured_squares_dataset("mpi");
+  const std::string tool = testing::tool_binary("mcdl_train");
+  const Outcome whole = run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "whole"));
+  REQUIRE_MESSAGE(whole.status == 0, whole.err);
+  // 9 steps per epoch: stopped inside the second epoch, after the first one's checkpoint.
+  for (const auto& [name, resumer] : {std::pair{"on3", mpirun(3) + tool}, std::pair{"on1", tool}}) {
+    CAPTURE(name);
+    const fs::path parts = scratch.path / name;
+    Outcome outcome = run(scratch.path, mpirun(2) + tool + " " + train_arguments("simgcd+mcdl", data, parts) +
+                                            " --max-iters 12");
+    REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
+    outcome = run(scratch.path, resumer + " --resume '" + parts.string() + "' --max-iters 0");
+    REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
+    check_same_run(scratch.path / "whole", parts);
+  }
+}
+
+TEST_CASE("mcdl_train under mpirun: a rank that dies ends the others, and the last checkpoint stays whole") {
+  const Scratch scratch;
+  const fs::path data = testing::coloured_squares_dataset("mpi");
+  const std::string tool = testing::tool_binary("mcdl_train");
+  const fs::path out = scratch.path / "dies";
+  // Rank 1 is a shell that starts its mcdl_train, kills it with SIGKILL a moment later and then
+  // itself, so that mpirun sees rank 1 die of a signal.
+  const std::string args = train_arguments("simgcd+mcdl", data, out) + " --epochs 50";
+  const fs::path rank1 = scratch.path / "rank1.sh";
+  std::ofstream(rank1) << tool << " " << args << " &\nsleep 4\nkill -9 $!\nwait $!\nkill -9 $$\n";
+  const Outcome outcome = run(scratch.path, mpirun(1) + tool + " " + args + " : -np 1 sh " + rank1.string());
+  CHECK(outcome.status != 0);
+  CHECK(outcome.err.find("rank 1") != std::string::npos);
+  const fs::path checkpoint = out / "checkpoints" / "last.safetensors";
+  if (fs::exists(checkpoint)) CHECK_NOTHROW(load_safetensors(checkpoint.string()));
+}
+
+TEST_CASE("mcdl_train under mpirun: --batch-stats local on 2 processes gives one process's run byte for byte") {
+  const Scratch scratch;
+  const fs::path data = testing::coloured_squares_dataset("mpi");
+  const std::string tool = testing::tool_binary("mcdl_train");
+  const std::string local = " --batch-stats local";
+  const Outcome single =
+      run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "one") + local);
+  REQUIRE_MESSAGE(single.status == 0, single.err);
+  const Outcome two =
+      run(scratch.path, mpirun(2) + tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "two") + local);
+  REQUIRE_MESSAGE(two.status == 0, two.err);
+  check_same_run(scratch.path / "one", scratch.path / "two");
 }

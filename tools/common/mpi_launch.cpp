@@ -53,4 +53,30 @@ std::vector<std::string> start_processes_if_asked(int argc, char** argv) {
        "); it comes with OpenMPI: apt-get install openmpi-bin libopenmpi-dev (or `make deps`)");
 }
 
+int gpu_for_local_rank(int local_rank, int local_size, int gpus) {
+  if (local_size < 2 || local_rank < 0 || local_rank >= local_size || gpus < local_size) return -1;
+  return local_rank;
+}
+
+int assign_gpu_to_local_rank() {
+  if (std::getenv("CUDA_VISIBLE_DEVICES")) return -1;
+  // OpenMPI, then MPICH's launcher, then Slurm.
+  const auto number = [](std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      if (const char* value = std::getenv(name); value && *value) return std::atoi(value);
+    return -1;
+  };
+  const int local_rank = number({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
+  const int local_size = number({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"});
+  // The driver lists one directory per GPU; CUDA itself must not start before the choice.
+  int gpus = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++gpus;
+  const int gpu = gpu_for_local_rank(local_rank, local_size, gpus);
+  if (gpu >= 0) ::setenv("CUDA_VISIBLE_DEVICES", std::to_string(gpu).c_str(), 1);
+  return gpu;
+}
+
 }  // namespace mcdl::tools

@@ -43,7 +43,7 @@ std::string dataset_title(const std::string& dataset) {
   static const std::map<std::string, std::string> titles = {
       {"cub", "CUB-200-2011"},         {"scars", "Stanford Cars"}, {"aircraft", "FGVC-Aircraft"},
       {"herbarium19", "Herbarium 19"}, {"cifar10", "CIFAR-10"},    {"cifar100", "CIFAR-100"},
-      {"imagenet100", "ImageNet-100"}, {"fmnist", "Fashion-MNIST"}, {"folder", "a folder dataset"}};
+      {"imagenet100", "ImageNet-100"}, {"imagenet1k", "ImageNet-1K"}, {"fmnist", "Fashion-MNIST"}, {"folder", "a folder dataset"}};
   const auto found = titles.find(dataset);
   return found == titles.end() ? dataset : found->second;
 }
