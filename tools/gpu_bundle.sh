@@ -2,10 +2,11 @@
 # Packs what tools/gpu_check.sh runs on a GPU machine that has CUDA, cuDNN and PyTorch but no
 # compiler toolchain for this project and no OpenBLAS: the stripped GPU binaries built here
 # (make all with nvcc) and the shared libraries they need beyond the CUDA ones, into
-# .gpu/bundle.tar.xz (about 31 MB). Keep .gpu/ out of git (.git/info/exclude) and carry it.
+# .gpu/bundle.tar.xz (about 31 MB). Keep .gpu/ out of git (.git/info/exclude) and carry it. The MPI
+# plugin links the machine's own libmpi.so.40 (OpenMPI 4.x there too).
 set -eu
 cd "$(dirname "$0")/.."
-BINARIES="build/mcdl_tests_gpu build/bench_gpu build/bench_step mcdl_train mcdl_features"
+BINARIES="build/mcdl_tests_gpu build/bench_gpu build/bench_step mcdl_train mcdl_features libmcdl_mpi.so"
 for binary in $BINARIES; do
   [ -x "$binary" ] || { echo "gpu_bundle: $binary is missing; run make first (nvcc must be installed)" >&2; exit 1; }
 done

@@ -8,13 +8,13 @@
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
 # stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo pairs sanitize (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo pairs mpi sanitize (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench demo pairs sanitize}
+STAGES=${*:-step epoch fidelity test bench demo pairs mpi sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -101,6 +101,38 @@ if wants pairs; then
   stage pairs-demo env DATA_ROOT=.gpu/fmnist DATASET=fmnist-pairs SEEDS="1 2 3" DEMO_OUT=/tmp/demo-pairs \
     timeout 290 tools/demo.sh
   wait "$study"; say "== pairs-study (CPU, exit $?):"; tail -n 20 "$LOGS/pairs-study.log" | tee -a "$REPORT"
+fi
+# Two processes on the GPU (mpirun, the bundled MPI plugin) against one process with the same
+# --shards: a short SimGCD + MCDL run on fmnist-pairs, then whether the metrics (timing columns
+# aside), predictions and checkpoint tensors are the same bytes, or how far apart they are.
+mpi_runs() {
+  local common="fmnist-pairs --data-root .gpu/fmnist --model img=56,patch=14,dim=64,depth=2,heads=2,chans=1
+    --image-size 56 --max-train 1200 --epochs 2 --batch-size 64 --shards 2 --mu 1 --mcdl-start 0
+    --warmup-teacher-epochs 1 --device cuda --progress false --grad-from-block 0"
+  rm -rf /tmp/mpi-1 /tmp/mpi-2
+  # shellcheck disable=SC2086
+  ./mcdl_train $common --out /tmp/mpi-1 && timeout 240 mpirun --allow-run-as-root -np 2 ./mcdl_train $common --out /tmp/mpi-2 &&
+    python3 -c '
+import csv, json, struct, sys
+def rows(path):
+    with open(path) as f:
+        return [{k: v for k, v in r.items() if not k.endswith("seconds")} for r in csv.DictReader(f)]
+def tensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n]); header.pop("__metadata__", None)
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
+a, b = "/tmp/mpi-1", "/tmp/mpi-2"
+print("metrics same:", rows(a + "/metrics.csv") == rows(b + "/metrics.csv"))
+print("predictions same:", open(a + "/predictions.csv").read() == open(b + "/predictions.csv").read())
+ta, tb = tensors(a + "/checkpoints/last.safetensors"), tensors(b + "/checkpoints/last.safetensors")
+differ = [k for k in ta if ta[k] != tb.get(k)]
+print("checkpoint tensors:", len(ta), "differing:", len(differ), differ[:5])
+sys.exit(0 if not differ else 1)'
+}
+if wants mpi; then
+  stage mpi mpi_runs
 fi
 # compute-sanitizer (found by tools/gpu_sanitize.sh: PATH, else $CUDA_HOME/bin, default
 # /usr/local/cuda) on the bundled build/mcdl_tests_gpu; any error fails its stage. The other stages
