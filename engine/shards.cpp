@@ -65,13 +65,13 @@ std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn)
     if (begin == end) continue;
     const std::vector<Tensor> outputs = fn(slice(input, 0, begin, end));
     if (parts.empty()) parts.resize(outputs.size());
-    check(outputs.size() == parts.size(), "shards: the forward gave ", outputs.size(), " outputs on shard ", s,
-          " but ", parts.size(), " on the first");
+    check(outputs.size() == parts.size(), "shards: the forward gave ", outputs.size(), " outputs on shard ", s, " but ",
+          parts.size(), " on the first");
     Piece piece{s, {}, {}};
     for (size_t k = 0; k < outputs.size(); ++k) {
       const Tensor& out = outputs[k];
-      check(out.dim() >= 1 && out.size(0) == end - begin, "shards: output ", k, " of the forward is ", out,
-            " for ", end - begin, " input rows; a sharded forward must give one row per input row");
+      check(out.dim() >= 1 && out.size(0) == end - begin, "shards: output ", k, " of the forward is ", out, " for ",
+            end - begin, " input rows; a sharded forward must give one row per input row");
       if (record && out.requires_grad()) {
         Tensor leaf = out.detach();
         leaf.set_requires_grad(true);
@@ -143,7 +143,7 @@ std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>
     if (!local.empty()) {
       NoGradGuard no_grad;
       mine = host_copy(local[static_cast<size_t>(k)].size() == 1 ? local[static_cast<size_t>(k)][0].detach()
-                                                                  : concat(local[static_cast<size_t>(k)], 0));
+                                                                 : concat(local[static_cast<size_t>(k)], 0));
     }
     Tensor gathered = empty(shape, dtype, Device::cpu());
     world_->all_gather(mine.defined() ? mine.raw_data() : nullptr, counts[static_cast<size_t>(rank)],
@@ -273,8 +273,8 @@ void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters)
     if (sums[i].defined()) Tensor(parameters[i]).set_grad(sums[i]);
 }
 
-void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters, const std::vector<std::vector<Tensor>>& local,
-                                    std::vector<Tensor>& sums) {
+void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters,
+                                    const std::vector<std::vector<Tensor>>& local, std::vector<Tensor>& sums) {
   // A shard's message: one flag byte per parameter (1: a gradient follows), then each parameter's
   // gradient bytes (zeros where the flag is 0), so every shard's message has the same length.
   size_t shard_bytes = parameters.size();
@@ -304,7 +304,8 @@ void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters, const
     const char* bytes = message + parameters.size();
     for (size_t i = 0; i < parameters.size(); ++i) {
       if (message[i]) {
-        const Tensor grad = tensor_from_bytes(bytes, parameters[i].shape(), parameters[i].dtype(), parameters[i].device());
+        const Tensor grad =
+            tensor_from_bytes(bytes, parameters[i].shape(), parameters[i].dtype(), parameters[i].device());
         if (sums[i].defined()) {
           accumulate_into(sums[i], grad, GradMode::Accumulate);
         } else {

@@ -43,7 +43,8 @@ std::string program_fingerprint() {
   uint64_t hash = 1469598103934665603ull;  // FNV-1a
   char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+    for (std::streamsize i = 0; i < in.gcount(); ++i)
+      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
     if (!in) break;
   }
   return std::to_string(hash);

@@ -28,7 +28,8 @@ TEST_CASE("autograd: a backward from several roots sums what reaches each input"
   run_backward(std::vector<Tensor>{y1, y2}, std::vector<Tensor>{g1, g2}, false);
   const Tensor expected = g1 * 2.0 + g2 * x.detach() * 2.0;
   CHECK(max_abs_diff(x.grad(), expected) < 1e-15);
-  CHECK_THROWS_WITH(run_backward(std::vector<Tensor>{x * 3.0}, std::vector<Tensor>{random_tensor({2, 3}, 4)}, false), doctest::Contains("gradient is"));
+  CHECK_THROWS_WITH(run_backward(std::vector<Tensor>{x * 3.0}, std::vector<Tensor>{random_tensor({2, 3}, 4)}, false),
+                    doctest::Contains("gradient is"));
 }
 
 namespace {
@@ -112,7 +113,8 @@ TEST_CASE("shards: a shard's gradient is its own backward, summed in shard order
 TEST_CASE("shards: a loss that reaches a parameter outside the sharded forwards is refused") {
   const TinyModel model;
   Shards shards(2);
-  const Tensor out = shards.forward(random_tensor({4, 6}, 41), [&](const Tensor& rows) { return model.forward(rows)[0]; });
+  const Tensor out =
+      shards.forward(random_tensor({4, 6}, 41), [&](const Tensor& rows) { return model.forward(rows)[0]; });
   const Tensor loss = sum(out) + sum(model.w2);
   CHECK_THROWS_WITH(shards.backward(loss, model.parameters()), doctest::Contains("outside the sharded forwards"));
   Shards shards2(2);

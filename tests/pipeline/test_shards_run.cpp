@@ -84,11 +84,14 @@ TEST_CASE("batch stats local: one shard is the global step bit for bit; two shar
     run_training(config, false);
     return base / name;
   };
-  const fs::path global1 = run_into("global1", 1, BatchStats::global), local1 = run_into("local1", 1, BatchStats::local);
+  const fs::path global1 = run_into("global1", 1, BatchStats::global),
+                 local1 = run_into("local1", 1, BatchStats::local);
   testing::check_same_checkpoints(global1 / "checkpoints/last.safetensors", local1 / "checkpoints/last.safetensors");
-  CHECK(testing::metrics_without_timing(global1 / "metrics.csv") == testing::metrics_without_timing(local1 / "metrics.csv"));
+  CHECK(testing::metrics_without_timing(global1 / "metrics.csv") ==
+        testing::metrics_without_timing(local1 / "metrics.csv"));
 
-  const fs::path global2 = run_into("global2", 2, BatchStats::global), local2 = run_into("local2", 2, BatchStats::local);
+  const fs::path global2 = run_into("global2", 2, BatchStats::global),
+                 local2 = run_into("local2", 2, BatchStats::local);
   const auto g = testing::metrics_columns(testing::read_text(global2 / "metrics.csv"));
   const auto l = testing::metrics_columns(testing::read_text(local2 / "metrics.csv"));
   // The mean-entropy term over each shard's 16 rows is another number than over the batch's 32:
