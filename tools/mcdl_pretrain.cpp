@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/collective.h"
 #include "engine/error.h"
 #include "tools/common/cli.h"
 #include "mcdl/harness/pretrain.h"
@@ -45,6 +46,9 @@ int run(int argc, char** argv) {
     const auto [option, value] = mcdl::tools::read_option_argument(options, argc, argv, i);
     mcdl::set_option(options, option, value);
   }
+  // Each copy would train alone and write the same files: one process only.
+  mcdl::check(mcdl::launcher_world_size() == 1, "mcdl_pretrain runs in one process, but a launcher started ",
+              mcdl::launcher_world_size(), ": start it without mpirun or srun (only mcdl_train runs on several)");
   mcdl::tools::stop_runs_on_interrupt();
   if (mcdl::run_pretraining(config).interrupted) {
     std::fprintf(stderr, "stopped; %s is rewritten after every whole epoch: it holds the last one that ended\n",

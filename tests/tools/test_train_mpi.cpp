@@ -161,6 +161,13 @@ TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with
   CHECK(outcome.err.find("the MPI plugin libmcdl_mpi.so could not be loaded") != std::string::npos);
   CHECK(outcome.err.find("make mpi") != std::string::npos);
 
+  // Pretraining is one process only.
+  outcome = run(scratch.path, mpirun(2) + testing::tool_binary("mcdl_pretrain") +
+                                  " fmnist --model img=28,patch=7,dim=16,depth=1,heads=2,chans=1 -o " +
+                                  (scratch.path / "pretrained.safetensors").string());
+  CHECK(outcome.status != 0);
+  CHECK(outcome.err.find("mcdl_pretrain runs in one process") != std::string::npos);
+
   // --nproc with a bad count.
   outcome = run(scratch.path, tool + " " + args + " --nproc 0");
   CHECK(outcome.status != 0);
