@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/all_gather.h"
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/ops.h"
@@ -9,16 +10,57 @@
 namespace mcdl {
 namespace {
 
-// What a rank says of a forward's outputs before they are gathered: their number, then per
-// output its dtype, rank and trailing sizes (a rank without rows has none to say).
+// A forward's outputs as the other ranks need them before any bytes: their number, then per
+// output its dtype, rank and sizes after the first (the rows, which every rank knows).
 constexpr size_t kHeaderWords = 64, kMaxOutputs = 7, kWordsPerOutput = 9;
 
-Tensor host_copy(const Tensor& t) { return t.to(Device::cpu()); }
+std::vector<int64_t> layout_header(const std::vector<Tensor>& outputs) {
+  check(outputs.size() <= kMaxOutputs, "shards: at most ", kMaxOutputs, " outputs per forward, got ", outputs.size());
+  std::vector<int64_t> header(kHeaderWords, -1);
+  header[0] = static_cast<int64_t>(outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& t = outputs[k];
+    check(static_cast<size_t>(t.dim()) <= kWordsPerOutput - 2, "shards: output ", k, " has too many axes: ", t);
+    int64_t* words = &header[1 + k * kWordsPerOutput];
+    words[0] = static_cast<int64_t>(t.dtype());
+    words[1] = t.dim();
+    for (int64_t a = 1; a < t.dim(); ++a) words[1 + a] = t.size(a);
+  }
+  return header;
+}
+
+// Output k of a header, with `rows` rows: an empty host tensor of its dtype and shape.
+Tensor empty_output(const int64_t* header, int64_t k, int64_t rows) {
+  const int64_t* words = &header[1 + static_cast<size_t>(k) * kWordsPerOutput];
+  Shape shape{rows};
+  for (int64_t a = 1; a < words[1]; ++a) shape.push_back(words[1 + a]);
+  return empty(shape, static_cast<DType>(words[0]), Device::cpu());
+}
+
+Tensor host_copy(const Tensor& t) {
+  NoGradGuard no_grad;
+  return t.detach().to(Device::cpu());
+}
+
+// A rank's shards of one output, one after the other, on the host and without a graph.
+Tensor host_rows(const std::vector<Tensor>& shards) {
+  NoGradGuard no_grad;
+  return host_copy(shards.size() == 1 ? shards[0] : concat(shards, 0));
+}
 
 Tensor tensor_from_bytes(const char* bytes, const Shape& shape, DType dtype, Device device) {
   Tensor host = empty(shape, dtype, Device::cpu());
   if (host.nbytes() > 0) std::memcpy(host.raw_data(), bytes, host.nbytes());
   return host.to(device);
+}
+
+// sum (+)= grad, the first gradient taken as it is: the shards' gradients in shard order.
+void add_in_order(Tensor& sum, const Tensor& grad) {
+  if (sum.defined()) {
+    accumulate_into(sum, grad, GradMode::Accumulate);
+  } else {
+    sum = grad;
+  }
 }
 
 }  // namespace
@@ -57,32 +99,16 @@ void Shards::set_local_shard(std::optional<int64_t> shard) {
 std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn) {
   if (!count_ || input.size(0) == 0) return fn(input);
   if (local_shard_) return forward_local_shard(input, fn, *local_shard_);
-  const bool record = grad_enabled();
   std::vector<std::vector<Tensor>> parts;  // [output][shard] of this rank's shards
   const auto shard_ranges = ranges(input.size(0), *count_);
   for (int64_t s = first_; s < last_; ++s) {
     const auto [begin, end] = shard_ranges[static_cast<size_t>(s)];
     if (begin == end) continue;
-    const std::vector<Tensor> outputs = fn(slice(input, 0, begin, end));
+    const std::vector<Tensor> outputs = cut(s, fn(slice(input, 0, begin, end)), end - begin);
     if (parts.empty()) parts.resize(outputs.size());
     check(outputs.size() == parts.size(), "shards: the forward gave ", outputs.size(), " outputs on shard ", s, " but ",
           parts.size(), " on the first");
-    Piece piece{s, {}, {}};
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      const Tensor& out = outputs[k];
-      check(out.dim() >= 1 && out.size(0) == end - begin, "shards: output ", k, " of the forward is ", out, " for ",
-            end - begin, " input rows; a sharded forward must give one row per input row");
-      if (record && out.requires_grad()) {
-        Tensor leaf = out.detach();
-        leaf.set_requires_grad(true);
-        piece.outputs.push_back(out);
-        piece.leaves.push_back(leaf);
-        parts[k].push_back(leaf);
-      } else {
-        parts[k].push_back(out);
-      }
-    }
-    if (!piece.outputs.empty()) pieces_.push_back(std::move(piece));
+    for (size_t k = 0; k < outputs.size(); ++k) parts[k].push_back(outputs[k]);
   }
   if (ranks() > 1) return gather_outputs(parts, input.size(0), input.device(), shard_ranges);
   std::vector<Tensor> result;
@@ -90,30 +116,40 @@ std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn)
   return result;
 }
 
+std::vector<Tensor> Shards::cut(int64_t shard, const std::vector<Tensor>& outputs, int64_t rows) {
+  const bool record = grad_enabled();
+  Piece piece{shard, {}, {}};
+  std::vector<Tensor> kept;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& out = outputs[k];
+    check(out.dim() >= 1 && out.size(0) == rows, "shards: output ", k, " of the forward is ", out, " for ", rows,
+          " input rows; a sharded forward must give one row per input row");
+    if (record && out.requires_grad()) {
+      Tensor leaf = out.detach();
+      leaf.set_requires_grad(true);
+      piece.outputs.push_back(out);
+      piece.leaves.push_back(leaf);
+      kept.push_back(leaf);
+    } else {
+      kept.push_back(out);
+    }
+  }
+  if (!piece.outputs.empty()) pieces_.push_back(std::move(piece));
+  return kept;
+}
+
 std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>>& local, int64_t rows, Device device,
                                            const std::vector<std::pair<int64_t, int64_t>>& shard_ranges) {
   const int n = ranks();
   const int64_t per_rank = *count_ / n;
-  std::vector<int64_t> rank_begin(static_cast<size_t>(n)), rank_rows(static_cast<size_t>(n));
-  for (int q = 0; q < n; ++q) {
-    const size_t first = static_cast<size_t>(q * per_rank), last = static_cast<size_t>((q + 1) * per_rank - 1);
-    rank_begin[static_cast<size_t>(q)] = shard_ranges[first].first;
-    rank_rows[static_cast<size_t>(q)] = shard_ranges[last].second - shard_ranges[first].first;
-  }
-  // The outputs' layout, from the first rank that has rows.
-  std::vector<int64_t> header(kHeaderWords, -1);
-  if (!local.empty()) {
-    check(local.size() <= kMaxOutputs, "shards: at most ", kMaxOutputs, " outputs per forward, got ", local.size());
-    header[0] = static_cast<int64_t>(local.size());
-    for (size_t k = 0; k < local.size(); ++k) {
-      const Tensor& t = local[k][0];
-      check(static_cast<size_t>(t.dim()) <= kWordsPerOutput - 2, "shards: output ", k, " has too many axes: ", t);
-      int64_t* words = &header[1 + k * kWordsPerOutput];
-      words[0] = static_cast<int64_t>(t.dtype());
-      words[1] = t.dim();
-      for (int64_t a = 1; a < t.dim(); ++a) words[1 + a] = t.size(a);
-    }
-  }
+  std::vector<int64_t> rank_rows;
+  for (int q = 0; q < n; ++q)
+    rank_rows.push_back(shard_ranges[static_cast<size_t>((q + 1) * per_rank - 1)].second -
+                        shard_ranges[static_cast<size_t>(q * per_rank)].first);
+  // The outputs' layout, from the first rank that has rows (the others have none to say).
+  std::vector<Tensor> firsts;
+  for (const auto& part : local) firsts.push_back(part[0]);
+  const std::vector<int64_t> header = local.empty() ? std::vector<int64_t>(kHeaderWords, -1) : layout_header(firsts);
   std::vector<int64_t> headers(kHeaderWords * static_cast<size_t>(n));
   world_->all_gather(header.data(), kHeaderWords * sizeof(int64_t), headers.data(),
                      std::vector<size_t>(static_cast<size_t>(n), kHeaderWords * sizeof(int64_t)));
@@ -125,37 +161,17 @@ std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>
       check(std::memcmp(layout, &headers[static_cast<size_t>(q) * kHeaderWords], kHeaderWords * sizeof(int64_t)) == 0,
             "shards: rank ", q, "'s forward gave outputs of another layout than rank ", reference, "'s");
 
-  const int rank = world_->rank();
+  const int64_t begin = shard_ranges[static_cast<size_t>(first_)].first;
+  const int64_t end = begin + rank_rows[static_cast<size_t>(world_->rank())];
   std::vector<Tensor> result;
   for (int64_t k = 0; k < layout[0]; ++k) {
-    const int64_t* words = &layout[1 + k * kWordsPerOutput];
-    const DType dtype = static_cast<DType>(words[0]);
-    Shape shape{rows};
-    int64_t row_elements = 1;
-    for (int64_t a = 1; a < words[1]; ++a) {
-      shape.push_back(words[1 + a]);
-      row_elements *= words[1 + a];
-    }
-    const size_t row_bytes = static_cast<size_t>(row_elements) * dtype_size(dtype);
-    std::vector<size_t> counts;
-    for (int q = 0; q < n; ++q) counts.push_back(static_cast<size_t>(rank_rows[static_cast<size_t>(q)]) * row_bytes);
-    Tensor mine;
-    if (!local.empty()) {
-      NoGradGuard no_grad;
-      mine = host_copy(local[static_cast<size_t>(k)].size() == 1 ? local[static_cast<size_t>(k)][0].detach()
-                                                                 : concat(local[static_cast<size_t>(k)], 0));
-    }
-    Tensor gathered = empty(shape, dtype, Device::cpu());
-    world_->all_gather(mine.defined() ? mine.raw_data() : nullptr, counts[static_cast<size_t>(rank)],
-                       gathered.raw_data(), counts);
-    gathered = gathered.to(device);
-    const bool has_graph = !local.empty() && local[static_cast<size_t>(k)][0].requires_grad();
-    if (!has_graph) {
+    const Tensor mine = local.empty() ? empty_output(layout, k, 0) : host_rows(local[static_cast<size_t>(k)]);
+    const Tensor gathered = all_gather_rows(*world_, mine, rank_rows).to(device);
+    if (local.empty() || !local[static_cast<size_t>(k)][0].requires_grad()) {
       result.push_back(gathered);
       continue;
     }
     // The same values, with this rank's rows as its leaves so the losses' gradients reach them.
-    const int64_t begin = rank_begin[static_cast<size_t>(rank)], end = begin + rank_rows[static_cast<size_t>(rank)];
     std::vector<Tensor> pieces;
     if (begin > 0) pieces.push_back(slice(gathered, 0, 0, begin));
     for (const Tensor& leaf : local[static_cast<size_t>(k)]) pieces.push_back(leaf);
@@ -168,53 +184,16 @@ std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>
 std::vector<Tensor> Shards::forward_local_shard(const Tensor& input, const MultiForward& fn, int64_t shard) {
   const bool mine = shard >= first_ && shard < last_;
   std::vector<Tensor> outputs;
-  if (mine) {
-    const bool record = grad_enabled();
-    Piece piece{shard, {}, {}};
-    for (const Tensor& out : fn(input)) {
-      check(out.dim() >= 1 && out.size(0) == input.size(0), "shards: an output of the forward is ", out, " for ",
-            input.size(0), " input rows; a sharded forward must give one row per input row");
-      if (record && out.requires_grad()) {
-        Tensor leaf = out.detach();
-        leaf.set_requires_grad(true);
-        piece.outputs.push_back(out);
-        piece.leaves.push_back(leaf);
-        outputs.push_back(leaf);
-      } else {
-        outputs.push_back(out);
-      }
-    }
-    if (!piece.outputs.empty()) pieces_.push_back(std::move(piece));
-  }
+  if (mine) outputs = cut(shard, fn(input), input.size(0));
   if (ranks() == 1) return outputs;
-  // The owner's outputs to every rank: their layout, then their bytes.
+  // The owner's outputs to every rank (each holds the same input): their layout, then their bytes.
   const int owner = static_cast<int>(shard / (*count_ / ranks()));
-  std::vector<int64_t> header(kHeaderWords, -1);
-  if (mine) {
-    check(outputs.size() <= kMaxOutputs, "shards: at most ", kMaxOutputs, " outputs per forward, got ", outputs.size());
-    header[0] = static_cast<int64_t>(outputs.size());
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      check(static_cast<size_t>(outputs[k].dim()) <= kWordsPerOutput - 2, "shards: output ", k,
-            " has too many axes: ", outputs[k]);
-      int64_t* words = &header[1 + k * kWordsPerOutput];
-      words[0] = static_cast<int64_t>(outputs[k].dtype());
-      words[1] = outputs[k].dim();
-      for (int64_t a = 0; a < outputs[k].dim(); ++a) words[2 + a] = outputs[k].size(a);
-    }
-  }
+  std::vector<int64_t> header = mine ? layout_header(outputs) : std::vector<int64_t>(kHeaderWords, -1);
   world_->broadcast(header.data(), kHeaderWords * sizeof(int64_t), owner);
   for (int64_t k = 0; k < header[0]; ++k) {
-    const int64_t* words = &header[1 + k * kWordsPerOutput];
-    if (mine) {
-      NoGradGuard no_grad;
-      Tensor host = host_copy(outputs[static_cast<size_t>(k)].detach());
-      world_->broadcast(host.raw_data(), host.nbytes(), owner);
-      continue;
-    }
-    Shape shape(words + 2, words + 2 + words[1]);
-    Tensor host = empty(shape, static_cast<DType>(words[0]), Device::cpu());
+    Tensor host = mine ? host_copy(outputs[static_cast<size_t>(k)]) : empty_output(header.data(), k, input.size(0));
     world_->broadcast(host.raw_data(), host.nbytes(), owner);
-    outputs.push_back(host.to(input.device()));
+    if (!mine) outputs.push_back(host.to(input.device()));
   }
   return outputs;
 }
@@ -224,10 +203,13 @@ Tensor Shards::forward(const Tensor& input, const std::function<Tensor(const Ten
 }
 
 void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters) {
+  if (!count_) {
+    loss.backward();
+    return;
+  }
   for (const Tensor& p : parameters)
     check(!p.grad().defined(), "shards: backward expects parameters without gradients (zero_grad first), got ", p);
   loss.backward();
-  if (!count_) return;
   for (const Tensor& p : parameters)
     check(!p.grad().defined(), "shards: a loss reached the parameter ", p,
           " outside the sharded forwards, so its gradient would not be summed in shard order");
@@ -258,14 +240,8 @@ void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters)
       local.push_back(std::move(shard_grads));
       continue;
     }
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      if (!shard_grads[i].defined()) continue;
-      if (sums[i].defined()) {
-        accumulate_into(sums[i], shard_grads[i], GradMode::Accumulate);
-      } else {
-        sums[i] = shard_grads[i];
-      }
-    }
+    for (size_t i = 0; i < parameters.size(); ++i)
+      if (shard_grads[i].defined()) add_in_order(sums[i], shard_grads[i]);
   }
   pieces_.clear();
   if (ranks() > 1) sum_gathered_gradients(parameters, local, sums);
@@ -303,15 +279,9 @@ void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters,
     const char* message = &all[static_cast<size_t>(s) * shard_bytes];
     const char* bytes = message + parameters.size();
     for (size_t i = 0; i < parameters.size(); ++i) {
-      if (message[i]) {
-        const Tensor grad =
-            tensor_from_bytes(bytes, parameters[i].shape(), parameters[i].dtype(), parameters[i].device());
-        if (sums[i].defined()) {
-          accumulate_into(sums[i], grad, GradMode::Accumulate);
-        } else {
-          sums[i] = grad;
-        }
-      }
+      if (message[i])
+        add_in_order(sums[i],
+                     tensor_from_bytes(bytes, parameters[i].shape(), parameters[i].dtype(), parameters[i].device()));
       bytes += parameters[i].nbytes();
     }
   }

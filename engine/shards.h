@@ -35,7 +35,6 @@ class Shards {
   // more than one needs a count that their number divides).
   explicit Shards(std::optional<int64_t> count = std::nullopt, Collective* world = nullptr);
 
-  bool active() const { return count_.has_value(); }
   int64_t count() const { return count_.value_or(1); }
 
   // [begin, end) of each shard over `rows` rows: contiguous, the first rows % S shards one row
@@ -64,6 +63,9 @@ class Shards {
     std::vector<Tensor> outputs, leaves;  // a shard's outputs with their graphs, and the leaves cut from them
   };
   int ranks() const { return world_ ? world_->size() : 1; }
+  // A shard's outputs for the losses: each that has a graph replaced by a leaf cut from it (the
+  // pair kept for backward()), after checking that each has `rows` rows.
+  std::vector<Tensor> cut(int64_t shard, const std::vector<Tensor>& outputs, int64_t rows);
   // The whole input's outputs from this rank's shards' outputs ([output][shard]) and the other
   // ranks' (all-gathered, without a graph).
   std::vector<Tensor> gather_outputs(const std::vector<std::vector<Tensor>>& local, int64_t rows, Device device,

@@ -28,25 +28,31 @@ int ranks_of(const Collective* world) { return world ? world->size() : 1; }
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> EvaluationSet::batches() const {
+std::vector<std::vector<int64_t>> EvaluationSet::all_batches() const {
   std::vector<std::vector<int64_t>> all;
   for (size_t start = 0; start < train_indices_.size(); start += static_cast<size_t>(options_.batch_size)) {
     const size_t end = std::min(train_indices_.size(), start + static_cast<size_t>(options_.batch_size));
     all.emplace_back(train_indices_.begin() + static_cast<std::ptrdiff_t>(start),
                      train_indices_.begin() + static_cast<std::ptrdiff_t>(end));
   }
+  return all;
+}
+
+std::vector<std::vector<int64_t>> EvaluationSet::batches() const {
+  std::vector<std::vector<int64_t>> all = all_batches();
   if (ranks_of(options_.world) == 1) return all;
   const auto [first, last] = rank_block(all.size(), options_.world->rank(), options_.world->size());
   return {all.begin() + static_cast<std::ptrdiff_t>(first), all.begin() + static_cast<std::ptrdiff_t>(last)};
 }
 
 std::vector<int64_t> EvaluationSet::images_per_rank() const {
-  const size_t batch = static_cast<size_t>(options_.batch_size), n = train_indices_.size();
-  const size_t num_batches = (n + batch - 1) / batch;
+  const std::vector<std::vector<int64_t>> all = all_batches();
   std::vector<int64_t> images;
   for (int r = 0; r < ranks_of(options_.world); ++r) {
-    const auto [first, last] = rank_block(num_batches, r, ranks_of(options_.world));
-    images.push_back(static_cast<int64_t>(std::min(n, last * batch) - std::min(n, first * batch)));
+    const auto [first, last] = rank_block(all.size(), r, ranks_of(options_.world));
+    int64_t count = 0;
+    for (size_t b = first; b < last; ++b) count += static_cast<int64_t>(all[b].size());
+    images.push_back(count);
   }
   return images;
 }

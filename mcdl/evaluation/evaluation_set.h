@@ -46,7 +46,9 @@ class EvaluationSet {
   bool tokens_in_file() const { return mapped_ != nullptr; }
 
  private:
-  // This process's batches (all of them in one process), and each rank's number of images.
+  // Every batch of the set; this process's contiguous block of them (all in one process); each
+  // rank's number of images.
+  std::vector<std::vector<int64_t>> all_batches() const;
   std::vector<std::vector<int64_t>> batches() const;
   std::vector<int64_t> images_per_rank() const;
   // Calls visit(batch number, tokens after the frozen blocks on the device) for every batch.

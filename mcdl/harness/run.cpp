@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "data/loader.h"
+#include "engine/byte_hash.h"
 #include "engine/collective.h"
 #include "engine/error.h"
 #include "engine/ops.h"
@@ -40,11 +41,10 @@ TrainConfig validated(TrainConfig config, const Collective& world) {
 // A short fingerprint of this program's file, so that ranks running different builds are found.
 std::string program_fingerprint() {
   std::ifstream in("/proc/self/exe", std::ios::binary);
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i)
-      hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 1099511628211ull;
+  uint64_t hash = kByteHashStart;
+  std::vector<char> buffer(size_t{1} << 20);
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    hash_bytes(hash, buffer.data(), static_cast<size_t>(in.gcount()));
     if (!in) break;
   }
   return std::to_string(hash);
@@ -211,9 +211,10 @@ std::vector<Tensor> Run::step_terms(const LoadedBatch& batch, const BatchLabels&
 std::vector<Tensor> Run::local_step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
                                           double mcdl_weight) {
   const int64_t count = shards_.count();
+  const auto shard_ranges = Shards::ranges(batch.views[0].size(0), count);
   std::vector<Tensor> sums;
   for (int64_t s = 0; s < count; ++s) {
-    const auto [begin, end] = Shards::ranges(batch.views[0].size(0), count)[static_cast<size_t>(s)];
+    const auto [begin, end] = shard_ranges[static_cast<size_t>(s)];
     LoadedBatch part;
     part.batch = batch.batch * count + s;
     for (const Tensor& view : batch.views) part.views.push_back(slice(view, 0, begin, end));

@@ -2,26 +2,13 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <set>
 
+#include "engine/byte_hash.h"
 #include "engine/error.h"
 
 namespace mcdl {
 namespace {
-
-constexpr uint64_t fnv_offset = 0xCBF29CE484222325ull, fnv_prime = 0x100000001B3ull;
-
-void hash_bytes(uint64_t& h, const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  size_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {  // a word at a time: 344 MB in a fraction of a second
-    uint64_t word;
-    std::memcpy(&word, p + i, 8);
-    h = (h ^ word) * fnv_prime;
-  }
-  for (; i < bytes; ++i) h = (h ^ p[i]) * fnv_prime;
-}
 
 // The names of the backbone's parameters that do not train (state_dict's copies carry no flag).
 std::set<std::string> frozen_names(VisionTransformer& backbone) {
@@ -35,7 +22,7 @@ std::set<std::string> frozen_names(VisionTransformer& backbone) {
 }  // namespace
 
 std::string frozen_fingerprint(VisionTransformer& backbone) {
-  uint64_t h = fnv_offset;
+  uint64_t h = kByteHashStart;
   backbone.visit_parameters("", [&](const std::string& name, Tensor& p, const ParamInit&) {
     if (p.requires_grad()) return;
     const Tensor host = p.to(Device::cpu());

@@ -31,36 +31,24 @@ TextField sup_norm_field(std::optional<SupNorm>& sup_norm) {
           }};
 }
 
-// --ema-teacher: off (unset) or a momentum.
-TextField ema_teacher_field(std::optional<double>& momentum) {
-  return {[&momentum] {
-            if (!momentum) return std::string("off");
+// An option that is off (unset) or a number (--ema-teacher's momentum, --shards' count), written
+// as "off" or the number's shortest exact text.
+template <class T>
+TextField off_or_number_field(const std::string& option, std::optional<T>& value) {
+  return {[&value] {
+            if (!value) return std::string("off");
             char text[32];
-            const auto end = std::to_chars(text, text + sizeof text, *momentum).ptr;  // the shortest exact text
+            const auto end = std::to_chars(text, text + sizeof text, *value).ptr;
             return std::string(text, end);
           },
-          [&momentum](const std::string& text) {
+          [option, &value](const std::string& text) {
             if (text == "off") {
-              momentum.reset();
+              value.reset();
               return;
             }
-            double m = 0;
-            set_option({{"ema-teacher", "", &m}}, "ema-teacher", text);
-            momentum = m;
-          }};
-}
-
-// --shards: off (unset) or a shard count.
-TextField shards_field(std::optional<int64_t>& shards) {
-  return {[&shards] { return shards ? std::to_string(*shards) : std::string("off"); },
-          [&shards](const std::string& text) {
-            if (text == "off") {
-              shards.reset();
-              return;
-            }
-            int64_t count = 0;
-            set_option({{"shards", "", &count}}, "shards", text);
-            shards = count;
+            T number = 0;
+            set_option({{option, "", &number}}, option, text);
+            value = number;
           }};
 }
 
@@ -226,7 +214,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"batch-size", "samples per batch (each gives 2 views, 3 with MCDL)", &c.batch_size},
       {"shards", "off, or S: the batch's forwards and backwards run on S equal shards, one after another, while "
                  "every loss sees the whole batch (the unsharded result to rounding; docs/scaling.md)",
-       shards_field(c.shards)},
+       off_or_number_field("shards", c.shards)},
       {"batch-stats", "global (every loss over the whole batch) or local: each shard's losses over its own rows "
                       "alone, averaged, as each GPU of a PyTorch DDP run computes them (needs --shards)",
        enum_field("batch-stats", &c.batch_stats, {{BatchStats::global, "global"}, {BatchStats::local, "local"}})},
@@ -244,7 +232,7 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"sup-weight", "weight of the supervised terms in SimGCD's loss (gcd, gcd+mcdl: of SupCon)", &c.sup_weight},
       {"ema-teacher", "simgcd, simgcd+mcdl: off, or the per-step momentum m of an EMA teacher (t = m·t + (1 − m)·θ "
                       "after each step) whose predictions are the self-distillation's targets and, with MCDL, fill "
-                      "the memory banks", ema_teacher_field(c.ema_teacher)},
+                      "the memory banks", off_or_number_field("ema-teacher", c.ema_teacher)},
       {"mcdl-variant", "robust (default: the safeguards below) or paper (the paper's method exactly)",
        enum_field("mcdl-variant", &c.mcdl_variant, {{McdlVariant::paper, "paper"}, {McdlVariant::robust, "robust"}})},
       {"mu", "memory bank length (predictions kept per unlabelled sample)", &c.mu},
