@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,6 +62,13 @@ inline void write_image(const fs::path& path, uint8_t shade) {
 }
 
 inline void touch(const fs::path& path) { write_text(path, ""); }
+
+// ImageNet's layouts: a synset folder name, sorted as its index ("n00000007" for 7).
+inline std::string synset(int index) {
+  char name[16];
+  std::snprintf(name, sizeof(name), "n%08d", index);
+  return name;
+}
 
 // Images: 1 -> class 151 (id 150, first known), 2 -> class 30 (id 29, first Hard),
 // 3 -> test split, 4 -> class 1 (id 0, known).

@@ -434,11 +434,7 @@ TEST_CASE("class split constants equal data/splits/ssb_splits.json") {
 // ---- ImageNet-1K ----------------------------------------------------------------------------
 TEST_CASE("imagenet1k: the 1000 sorted synsets with their index as the label, old classes 0..499") {
   TempDir dir("imagenet1k");
-  char name[16];
-  for (int s = 0; s < 1000; ++s) {
-    std::snprintf(name, sizeof(name), "n%08d", s);
-    touch(dir.path / "train" / name / "img_b.JPEG");
-  }
+  for (int s = 0; s < 1000; ++s) touch(dir.path / "train" / synset(s) / "img_b.JPEG");
   touch(dir.path / "train/n00000007/img_a.JPEG");
   const Dataset d = load_dataset("imagenet1k", dir.str());
   REQUIRE(d.size() == 1001);

@@ -171,11 +171,9 @@ TEST_CASE("test split: the folder layout's test/<class name>/, known or novel na
 
 TEST_CASE("test split: ImageNet-1K's val/<synset>/ for all 1000 synsets") {
   TempDir dir("imagenet1k_test");
-  char name[16];
   for (int s = 0; s < 1000; ++s) {
-    std::snprintf(name, sizeof(name), "n%08d", s);
-    touch(dir.path / "train" / name / "t.JPEG");
-    if (s != 3) touch(dir.path / "val" / name / "v.JPEG");
+    touch(dir.path / "train" / synset(s) / "t.JPEG");
+    if (s != 3) touch(dir.path / "val" / synset(s) / "v.JPEG");
   }
   CHECK_THROWS_WITH(load_dataset("imagenet1k", dir.str(), with_test()),
                     doctest::Contains("must be sorted into synset folders"));

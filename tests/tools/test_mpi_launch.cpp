@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/collective.h"
 #include "tools/common/mpi_launch.h"
 
 using namespace mcdl::tools;
@@ -37,6 +38,20 @@ TEST_CASE("mpi launch: under a launcher, --nproc must be its process count") {
   CHECK_THROWS_WITH(arguments_after({"mcdl_train", "fmnist", "--nproc", "3"}),
                     doctest::Contains("--nproc 3 but the launcher started 2 processes"));
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST_CASE("mpi launch: the launcher's process count is read from its environment, and checked") {
+  CHECK(mcdl::launcher_world_size() == 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  CHECK(mcdl::launcher_world_size() == 3);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "two", 1);
+  CHECK_THROWS_WITH(mcdl::launcher_world_size(), doctest::Contains("OMPI_COMM_WORLD_SIZE is 'two'"));
+  ::setenv("OMPI_COMM_WORLD_SIZE", "0", 1);
+  CHECK_THROWS_WITH(mcdl::launcher_world_size(), doctest::Contains("expected a process count"));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("PMI_SIZE", "4", 1);
+  CHECK(mcdl::launcher_world_size() == 4);
+  ::unsetenv("PMI_SIZE");
 }
 
 TEST_CASE("mpi launch: each local rank takes its own GPU only where there is one for each") {

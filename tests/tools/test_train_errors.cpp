@@ -19,17 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int status;
-  std::string err;
-};
-
-Outcome run_train(const fs::path& scratch, const std::string& arguments) {
-  const fs::path err = scratch / "stderr.txt";
-  const std::string command = testing::tool_binary("mcdl_train") + " " + arguments + " > /dev/null 2> '" + err.string() + "'";
-  const int status = std::system(command.c_str());
-  REQUIRE(WIFEXITED(status));  // never a signal (segfault, abort)
-  return {WEXITSTATUS(status), testing::read_text(err)};
+testing::CommandOutcome run_train(const fs::path& scratch, const std::string& arguments) {
+  return testing::run_command(testing::tool_binary("mcdl_train") + " " + arguments, scratch / "stderr.txt");
 }
 
 // The squares dataset copied under `scratch` (so a row can break its copy).
@@ -92,7 +83,7 @@ TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit")
     // Each row its own run directory (a row that wrongly succeeded must not fail the next).
     const std::string arguments = row.arguments + " --out " + (scratch / ("run" + std::to_string(index++))).string();
     INFO(row.what, ": ./mcdl_train ", arguments);
-    const Outcome outcome = run_train(scratch, arguments);
+    const testing::CommandOutcome outcome = run_train(scratch, arguments);
     INFO("stderr: ", outcome.err);
     CHECK((outcome.status == 1 || outcome.status == 2));
     CHECK(outcome.err.find("error: ") != std::string::npos);

@@ -4,14 +4,10 @@
 // --nproc, which starts mpirun itself. Bad multi-process input ends every rank with one message.
 // The test harness, not the user, handles running as root and oversubscription.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 
 #include "io/safetensors.h"
@@ -24,23 +20,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int status;
-  std::string err;
-};
+using Outcome = testing::CommandOutcome;
 
 // The plugin next to the repository's tools (make builds it there), for the instrumented tools too.
 std::string plugin_path() { return fs::absolute("libmcdl_mpi.so").string(); }
 
 // `command` with one OpenMP thread per process, at most 5 minutes (a deadlock fails, not hangs).
 Outcome run(const fs::path& scratch, const std::string& command) {
-  const fs::path err = scratch / "stderr.txt";
-  const std::string line = "OMP_NUM_THREADS=1 MCDL_MPI_PLUGIN='" + plugin_path() +
-                           "' ASAN_OPTIONS=detect_leaks=0 timeout 300 " + command + " > /dev/null 2> '" +
-                           err.string() + "'";
-  const int status = std::system(line.c_str());
-  REQUIRE(WIFEXITED(status));
-  return {WEXITSTATUS(status), testing::read_text(err)};
+  return testing::run_command("OMP_NUM_THREADS=1 MCDL_MPI_PLUGIN='" + plugin_path() +
+                                  "' ASAN_OPTIONS=detect_leaks=0 timeout 300 " + command,
+                              scratch / "stderr.txt");
 }
 
 // mpirun as this harness needs it: root allowed, more processes than cores allowed, the shared
@@ -63,37 +52,36 @@ std::string train_arguments(const std::string& method, const fs::path& data, con
   return arguments;
 }
 
-// metrics.csv without its timing columns, predictions.csv and every checkpoint tensor's bytes.
+// The same run: metrics.csv without its timing columns, predictions.csv and every checkpoint
+// tensor's bytes.
 void check_same_run(const fs::path& a, const fs::path& b) {
-  const auto ma = testing::metrics_columns(testing::read_text(a / "metrics.csv"));
-  const auto mb = testing::metrics_columns(testing::read_text(b / "metrics.csv"));
-  REQUIRE(ma.size() == mb.size());
-  for (const auto& [name, values] : ma) {
-    if (name == "seconds" || name == "train_seconds" || name == "eval_seconds") continue;
-    CAPTURE(name);
-    REQUIRE(mb.count(name) == 1);
-    CHECK(values == mb.at(name));
-  }
+  CHECK(testing::metrics_without_timing(a / "metrics.csv") == testing::metrics_without_timing(b / "metrics.csv"));
   CHECK(testing::read_text(a / "predictions.csv") == testing::read_text(b / "predictions.csv"));
-  const SafetensorsFile ca = load_safetensors((a / "checkpoints" / "last.safetensors").string());
-  const SafetensorsFile cb = load_safetensors((b / "checkpoints" / "last.safetensors").string());
-  REQUIRE(ca.tensors.size() == cb.tensors.size());
-  for (const auto& [name, tensor] : ca.tensors) {
-    CAPTURE(name);
-    REQUIRE(cb.tensors.count(name) == 1);
-    const Tensor& other = cb.tensors.at(name);
-    REQUIRE(other.nbytes() == tensor.nbytes());
-    CHECK(std::memcmp(tensor.raw_data(), other.raw_data(), tensor.nbytes()) == 0);
-  }
+  testing::check_same_checkpoints(a / "checkpoints" / "last.safetensors", b / "checkpoints" / "last.safetensors");
 }
 
-struct Scratch {
-  fs::path path = fs::temp_directory_path() / ("mcdl-mpi-" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(path);
-    fs::create_directories(path);
+// A scratch directory, the squares dataset and the tool, for one test case.
+struct MpiRuns {
+  fs::path scratch = fs::temp_directory_path() / ("mcdl-mpi-runs-" + std::to_string(::getpid()));
+  fs::path data = testing::coloured_squares_dataset("mpi");
+  std::string tool = testing::tool_binary("mcdl_train");
+  MpiRuns() {
+    fs::remove_all(scratch);
+    fs::create_directories(scratch);
   }
-  ~Scratch() { fs::remove_all(path); }
+  ~MpiRuns() { fs::remove_all(scratch); }
+
+  // `launcher` ("" or mpirun(N)) with mcdl_train: its outcome.
+  Outcome start(const std::string& launcher, const std::string& arguments) const {
+    return run(scratch, launcher + tool + " " + arguments);
+  }
+  // A training of `method` into scratch/name that must succeed.
+  fs::path train(const std::string& launcher, const std::string& method, const std::string& name,
+                 const std::string& extra = "") const {
+    const Outcome outcome = start(launcher, train_arguments(method, data, scratch / name) + extra);
+    REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
+    return scratch / name;
+  }
 };
 
 }  // namespace
@@ -101,125 +89,95 @@ struct Scratch {
 TEST_CASE("mcdl_train under mpirun: 2 and 3 processes give one process's run byte for byte") {
   REQUIRE_MESSAGE(fs::exists(testing::tool_binary("mcdl_train")), "build ./mcdl_train first (make test does)");
   REQUIRE_MESSAGE(fs::exists(plugin_path()), "build libmcdl_mpi.so first (make test does)");
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
+  const MpiRuns runs;
   for (const std::string method : {"simgcd", "simgcd+mcdl", "gcd+mcdl"}) {
     CAPTURE(method);
-    const fs::path one = scratch.path / (method + "-1");
-    const Outcome single = run(scratch.path, tool + " " + train_arguments(method, data, one));
-    REQUIRE_MESSAGE(single.status == 0, single.err);
+    const fs::path one = runs.train("", method, method + "-1");
     for (int processes : {2, 3}) {
       CAPTURE(processes);
-      const fs::path many = scratch.path / (method + "-" + std::to_string(processes));
-      const Outcome outcome = run(scratch.path, mpirun(processes) + tool + " " + train_arguments(method, data, many));
-      REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
-      check_same_run(one, many);
+      check_same_run(one, runs.train(mpirun(processes), method, method + "-" + std::to_string(processes)));
     }
   }
 }
 
 TEST_CASE("mcdl_train --nproc 2 starts mpirun itself and gives one process's run") {
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
-  const Outcome single = run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "one"));
-  REQUIRE_MESSAGE(single.status == 0, single.err);
-  const Outcome launched =
-      run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "two") + " --nproc 2");
-  REQUIRE_MESSAGE(launched.status == 0, launched.err);
-  check_same_run(scratch.path / "one", scratch.path / "two");
+  const MpiRuns runs;
+  check_same_run(runs.train("", "simgcd+mcdl", "one"), runs.train("", "simgcd+mcdl", "two", " --nproc 2"));
+}
+
+TEST_CASE("mcdl_train under mpirun: --batch-stats local on 2 processes gives one process's run byte for byte") {
+  const MpiRuns runs;
+  check_same_run(runs.train("", "simgcd+mcdl", "one", " --batch-stats local"),
+                 runs.train(mpirun(2), "simgcd+mcdl", "two", " --batch-stats local"));
 }
 
 TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with one clear message") {
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
-  const std::string args = train_arguments("simgcd", data, scratch.path / "bad");
+  const MpiRuns runs;
+  const std::string& tool = runs.tool;
+  const std::string args = train_arguments("simgcd", runs.data, runs.scratch / "bad");
 
   // A shard count that the processes do not divide.
-  Outcome outcome = run(scratch.path, mpirun(4) + tool + " " + args);
+  Outcome outcome = runs.start(mpirun(4), args);
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("--shards 6 is not a multiple of the 4 processes") != std::string::npos);
 
   // Ranks started with different settings (mpirun's colon syntax: one command per rank).
-  outcome = run(scratch.path, mpirun(1) + tool + " " + args + " : -np 1 " + tool + " " + args + " --lr 0.05");
+  outcome = runs.start(mpirun(1), args + " : -np 1 " + tool + " " + args + " --lr 0.05");
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("rank 1 was started with a different configuration than rank 0") != std::string::npos);
+  CHECK(outcome.err.find("error on rank ") != std::string::npos);  // each rank says which it is
 
   // Ranks running different builds of the program.
-  const fs::path other = scratch.path / "mcdl_train_other";
+  const fs::path other = runs.scratch / "mcdl_train_other";
   fs::copy_file(tool, other);
   { std::ofstream(other, std::ios::app) << "another build"; }
-  outcome = run(scratch.path, mpirun(1) + tool + " " + args + " : -np 1 " + other.string() + " " + args);
+  outcome = runs.start(mpirun(1), args + " : -np 1 " + other.string() + " " + args);
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("different program") != std::string::npos);
 
   // The plugin missing.
-  outcome = run(scratch.path, "env MCDL_MPI_PLUGIN=/nonexistent/libmcdl_mpi.so " + mpirun(2) + tool + " " + args);
+  outcome = runs.start("env MCDL_MPI_PLUGIN=/nonexistent/libmcdl_mpi.so " + mpirun(2), args);
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("the MPI plugin libmcdl_mpi.so could not be loaded") != std::string::npos);
   CHECK(outcome.err.find("make mpi") != std::string::npos);
 
   // Pretraining is one process only.
-  outcome = run(scratch.path, mpirun(2) + testing::tool_binary("mcdl_pretrain") +
+  outcome = run(runs.scratch, mpirun(2) + testing::tool_binary("mcdl_pretrain") +
                                   " fmnist --model img=28,patch=7,dim=16,depth=1,heads=2,chans=1 -o " +
-                                  (scratch.path / "pretrained.safetensors").string());
+                                  (runs.scratch / "pretrained.safetensors").string());
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("mcdl_pretrain runs in one process") != std::string::npos);
 
   // --nproc with a bad count.
-  outcome = run(scratch.path, tool + " " + args + " --nproc 0");
+  outcome = runs.start("", args + " --nproc 0");
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("--nproc needs a process count") != std::string::npos);
 }
 
 TEST_CASE("mcdl_train under mpirun: a run stopped on 2 processes resumes on 3, and on 1, to the uninterrupted run") {
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
-  const Outcome whole = run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "whole"));
-  REQUIRE_MESSAGE(whole.status == 0, whole.err);
+  const MpiRuns runs;
+  const fs::path whole = runs.train("", "simgcd+mcdl", "whole");
   // 9 steps per epoch: stopped inside the second epoch, after the first one's checkpoint.
-  for (const auto& [name, resumer] : {std::pair{"on3", mpirun(3) + tool}, std::pair{"on1", tool}}) {
+  for (const auto& [name, resumer] : {std::pair{"on3", mpirun(3)}, std::pair{"on1", std::string()}}) {
     CAPTURE(name);
-    const fs::path parts = scratch.path / name;
-    Outcome outcome = run(scratch.path, mpirun(2) + tool + " " + train_arguments("simgcd+mcdl", data, parts) +
-                                            " --max-iters 12");
+    const fs::path parts = runs.train(mpirun(2), "simgcd+mcdl", name, " --max-iters 12");
+    const Outcome outcome = runs.start(resumer, "--resume '" + parts.string() + "' --max-iters 0");
     REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
-    outcome = run(scratch.path, resumer + " --resume '" + parts.string() + "' --max-iters 0");
-    REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
-    check_same_run(scratch.path / "whole", parts);
+    check_same_run(whole, parts);
   }
 }
 
 TEST_CASE("mcdl_train under mpirun: a rank that dies ends the others, and the last checkpoint stays whole") {
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
-  const fs::path out = scratch.path / "dies";
+  const MpiRuns runs;
+  const fs::path out = runs.scratch / "dies";
   // Rank 1 is a shell that starts its mcdl_train, kills it with SIGKILL a moment later and then
   // itself, so that mpirun sees rank 1 die of a signal.
-  const std::string args = train_arguments("simgcd+mcdl", data, out) + " --epochs 50";
-  const fs::path rank1 = scratch.path / "rank1.sh";
-  std::ofstream(rank1) << tool << " " << args << " &\nsleep 4\nkill -9 $!\nwait $!\nkill -9 $$\n";
-  const Outcome outcome = run(scratch.path, mpirun(1) + tool + " " + args + " : -np 1 sh " + rank1.string());
+  const std::string args = train_arguments("simgcd+mcdl", runs.data, out) + " --epochs 50";
+  const fs::path rank1 = runs.scratch / "rank1.sh";
+  std::ofstream(rank1) << runs.tool << " " << args << " &\nsleep 4\nkill -9 $!\nwait $!\nkill -9 $$\n";
+  const Outcome outcome = runs.start(mpirun(1), args + " : -np 1 sh " + rank1.string());
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("rank 1") != std::string::npos);
   const fs::path checkpoint = out / "checkpoints" / "last.safetensors";
   if (fs::exists(checkpoint)) CHECK_NOTHROW(load_safetensors(checkpoint.string()));
-}
-
-TEST_CASE("mcdl_train under mpirun: --batch-stats local on 2 processes gives one process's run byte for byte") {
-  const Scratch scratch;
-  const fs::path data = testing::coloured_squares_dataset("mpi");
-  const std::string tool = testing::tool_binary("mcdl_train");
-  const std::string local = " --batch-stats local";
-  const Outcome single =
-      run(scratch.path, tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "one") + local);
-  REQUIRE_MESSAGE(single.status == 0, single.err);
-  const Outcome two =
-      run(scratch.path, mpirun(2) + tool + " " + train_arguments("simgcd+mcdl", data, scratch.path / "two") + local);
-  REQUIRE_MESSAGE(two.status == 0, two.err);
-  check_same_run(scratch.path / "one", scratch.path / "two");
 }
