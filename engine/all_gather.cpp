@@ -1,5 +1,7 @@
 #include "engine/all_gather.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace mcdl {
@@ -19,6 +21,36 @@ Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector
   std::vector<size_t> counts;
   for (int64_t rows : rows_per_rank) counts.push_back(static_cast<size_t>(rows) * row_bytes);
   world.all_gather(local.raw_data(), local.nbytes(), all.raw_data(), counts);
+  return all;
+}
+
+Tensor gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
+                     int root, size_t piece_bytes) {
+  const auto me = static_cast<size_t>(world.rank());
+  check(local.defined() && local.device().is_cpu() && local.dim() >= 1, "gather_blocks: expected host rows, got ",
+        local);
+  check(blocks.size() == static_cast<size_t>(world.size()) &&
+            blocks[me].second - blocks[me].first == local.size(0),
+        "gather_blocks: rank ", world.rank(), " has ", local.size(0), " rows, but its block says otherwise");
+  Shape shape = local.shape();
+  shape[0] = blocks.empty() ? 0 : blocks.back().second;
+  size_t row_bytes = dtype_size(local.dtype());
+  for (size_t axis = 1; axis < shape.size(); ++axis) row_bytes *= static_cast<size_t>(shape[axis]);
+  const bool receives = world.rank() == root;
+  Tensor all = receives ? empty(shape, local.dtype(), Device::cpu()) : Tensor();
+  const int64_t piece_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(row_bytes, 1)));
+  const auto* mine = static_cast<const char*>(local.raw_data());
+  for (int64_t first = 0; first < shape[0]; first += piece_rows) {
+    const int64_t last = std::min(shape[0], first + piece_rows);
+    std::vector<size_t> counts;  // each rank's rows of [first, last)
+    for (const auto& [begin, end] : blocks)
+      counts.push_back(static_cast<size_t>(std::max<int64_t>(0, std::min(end, last) - std::max(begin, first))) *
+                       row_bytes);
+    const int64_t from = std::max(blocks[me].first, first) - blocks[me].first;
+    char* into = receives ? static_cast<char*>(all.raw_data()) + static_cast<size_t>(first) * row_bytes : nullptr;
+    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * row_bytes : nullptr, counts[me], into, counts,
+                 root);
+  }
   return all;
 }
 

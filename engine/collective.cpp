@@ -25,6 +25,11 @@ class SingleProcess final : public Collective {
           " bytes but the counts say otherwise");
     if (send_bytes > 0) std::memmove(receive, send, send_bytes);
   }
+  void gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts,
+              int root) override {
+    check(root == 0, "gather: no rank ", root, " in one process");
+    all_gather(send, send_bytes, receive, counts);
+  }
   void broadcast(void*, size_t, int root) override { check(root == 0, "broadcast: no rank ", root, " in one process"); }
   void barrier() override {}
   [[noreturn]] void abort(int code) override { std::exit(code); }
@@ -77,6 +82,14 @@ class MpiWorld final : public Collective {
     char error[512] = "";
     check(api_->all_gather(send, send_bytes, receive, counts.data(), error, sizeof error) == 0,
           "MPI all-gather failed on rank ", rank_, " of ", size_, ": ", error);
+  }
+  void gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts,
+              int root) override {
+    check(counts.size() == static_cast<size_t>(size_) && counts[static_cast<size_t>(rank_)] == send_bytes,
+          "gather on rank ", rank_, ": the counts do not match the ", size_, " processes");
+    char error[512] = "";
+    check(api_->gather(send, send_bytes, receive, counts.data(), root, error, sizeof error) == 0,
+          "MPI gather failed on rank ", rank_, " of ", size_, ": ", error);
   }
   void broadcast(void* data, size_t bytes, int root) override {
     char error[512] = "";

@@ -21,6 +21,9 @@ class Collective {
   // receive = every rank's `send` in rank order; counts[r] bytes come from rank r (counts[rank()]
   // must be send_bytes, and `receive` holds their sum).
   virtual void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) = 0;
+  // The same into `receive` on rank `root` only (the others pass null): what one writer needs.
+  virtual void gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts,
+                      int root) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;
   // Ends every process of the run with exit status `code` (after this one printed why).

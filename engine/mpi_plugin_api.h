@@ -14,6 +14,9 @@ struct McdlMpiApi {
   // receive = the ranks' send buffers in rank order; counts[r] bytes come from rank r.
   int (*all_gather)(const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
                     size_t error_size);
+  // The same into `receive` on rank `root` only.
+  int (*gather)(const void* send, size_t send_bytes, void* receive, const size_t* counts, int root, char* error,
+                size_t error_size);
   int (*broadcast)(void* data, size_t bytes, int root, char* error, size_t error_size);
   int (*barrier)(char* error, size_t error_size);
   void (*abort)(int code);  // ends every process of the world
@@ -24,5 +27,5 @@ struct McdlMpiApi {
 const McdlMpiApi* mcdl_mpi_api();
 }
 
-inline constexpr int kMcdlMpiApiVersion = 1;
+inline constexpr int kMcdlMpiApiVersion = 2;
 inline constexpr const char* kMcdlMpiApiSymbol = "mcdl_mpi_api";

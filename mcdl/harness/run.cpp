@@ -120,7 +120,7 @@ Run::Run(const TrainConfig& config, bool resume)
   trained_ = method_->trained();
   if (recipe.with_mcdl) {
     trained_->enable_predictions(resume_);
-    mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_);
+    mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_, &world_);
   }
   if (resume_) load_checkpoint();
 }

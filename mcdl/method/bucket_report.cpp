@@ -12,30 +12,23 @@ namespace mcdl {
 namespace {
 
 // The weak bank's latest prediction of each sample that has one: its slot, confidence (the
-// largest probability) and argmax; read from the rings on the device, two [n] vectors copied back.
+// largest probability) and argmax.
 struct LatestPredictions {
   std::vector<int64_t> slots, classes;
   std::vector<float> confidence;
   int64_t full = 0;  // samples whose window holds μ predictions
 };
 LatestPredictions latest_predictions(const MemoryBank& bank) {
-  const std::map<std::string, Tensor> state = bank.state();
-  const std::vector<int64_t> position = state.at("position").to(Device::cpu()).to_vector<int64_t>();
-  const std::vector<int64_t> filled = state.at("filled").to(Device::cpu()).to_vector<int64_t>();
+  const std::vector<int64_t> filled = bank.filled();
+  const MemoryBank::Latest entries = bank.latest();
   LatestPredictions latest;
-  std::vector<int64_t> entries;  // rows of the [N·μ, K] probabilities
-  const int64_t mu = bank.mu();
-  for (int64_t i = 0; i < bank.num_samples(); ++i) {
-    if (filled[static_cast<size_t>(i)] == mu) ++latest.full;
-    if (filled[static_cast<size_t>(i)] == 0) continue;
-    latest.slots.push_back(i);
-    entries.push_back(i * mu + (position[static_cast<size_t>(i)] + mu - 1) % mu);
+  for (size_t i = 0; i < filled.size(); ++i) {
+    if (filled[i] == bank.mu()) ++latest.full;
+    if (filled[i] == 0) continue;
+    latest.slots.push_back(static_cast<int64_t>(i));
+    latest.classes.push_back(entries.classes[i]);
+    latest.confidence.push_back(entries.confidence[i]);
   }
-  if (entries.empty()) return latest;
-  const Tensor& probs = state.at("probs");
-  const Tensor rows = index_select(reshape(probs, {probs.size(0) * mu, probs.size(2)}), HostIndex(entries, bank.device()));
-  latest.classes = argmax(rows, 1).to(Device::cpu()).to_vector<int64_t>();
-  latest.confidence = max(rows, 1).to(Device::cpu()).to(DType::f32).to_vector<float>();
   return latest;
 }
 

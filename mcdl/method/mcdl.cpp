@@ -12,13 +12,13 @@
 
 namespace mcdl {
 
-Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device)
+Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device, Collective* world)
     : settings_(settings),
       truth_(data.unlabelled_labels()),
       validation_truth_(data.validation_labels()),
       num_old_(data.num_old_classes()),
-      bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
-      bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device),
+      bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device, world),
+      bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device, world),
       step_(settings) {}
 
 namespace {
@@ -26,7 +26,7 @@ namespace {
 // The share of the bank's samples whose window holds μ predictions.
 double full_share(const MemoryBank& bank) {
   if (bank.num_samples() == 0) return 0.0;
-  const std::vector<int64_t> filled = bank.state().at("filled").to(Device::cpu()).to_vector<int64_t>();
+  const std::vector<int64_t> filled = bank.filled();
   const auto full = std::count(filled.begin(), filled.end(), bank.mu());
   return static_cast<double>(full) / static_cast<double>(bank.num_samples());
 }

@@ -24,8 +24,10 @@ namespace mcdl {
 
 class Mcdl {
  public:
-  // Banks over data's unlabelled pool with K clusters.
-  Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device);
+  // Banks over data's unlabelled pool with K clusters; across the processes of `world` (null: this
+  // one alone) each keeps its block of the banks (memory_bank.h).
+  Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device,
+       Collective* world = nullptr);
 
   static std::vector<std::string> loss_names() { return {"l_sup", "l_semi", "l_self"}; }
   // The base method's loss plus MCDL's terms at the epoch's weight (mcdl_step.h).

@@ -1,10 +1,16 @@
 #include "mcdl/method/memory_bank.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
+#include "engine/all_gather.h"
 #include "engine/dispatch.h"
 #include "engine/ops.h"
 #include "engine/ops/indexing.h"
+#include "engine/shards.h"
 
 namespace mcdl {
 namespace {
@@ -13,14 +19,74 @@ const char* const state_names[] = {"classes", "filled", "position", "probs"};
 
 }  // namespace
 
-MemoryBank::MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu, Device device)
+MemoryBank::MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu, Device device, Collective* world)
     : num_samples_(num_samples), num_classes_(num_classes), mu_(mu), device_(device) {
   check(num_samples >= 0 && num_classes > 0 && mu > 0, "MemoryBank: expected num_samples >= 0, num_classes > 0 and ",
         "mu > 0, got ", num_samples, ", ", num_classes, ", ", mu);
-  rings_.classes = zeros({num_samples, mu}, DType::i32, device);
-  rings_.probs = zeros({num_samples, mu, num_classes}, DType::f32, device);
-  rings_.position = zeros({num_samples}, DType::i64, device);
-  rings_.filled = zeros({num_samples}, DType::i64, device);
+  if (world && world->size() > 1) world_ = world;
+  blocks_ = Shards::ranges(num_samples, sharded() ? world_->size() : 1);
+  std::tie(begin_, end_) = blocks_[sharded() ? static_cast<size_t>(world_->rank()) : 0];
+  const int64_t own = end_ - begin_;
+  rings_.classes = zeros({own, mu}, DType::i32, device);
+  rings_.probs = zeros({own, mu, num_classes}, DType::f32, device);
+  rings_.position = zeros({own}, DType::i64, device);
+  rings_.filled = zeros({own}, DType::i64, device);
+}
+
+MemoryBank::Split MemoryBank::split(const std::vector<int64_t>& samples) const {
+  const size_t ranks = blocks_.size();
+  std::vector<size_t> owner(samples.size());
+  Split out;
+  out.rows_per_rank.assign(ranks, 0);
+  for (size_t p = 0; p < samples.size(); ++p) {
+    // The last block that starts at or before the sample (empty blocks come only at the end).
+    const auto after = std::upper_bound(blocks_.begin(), blocks_.end(), samples[p],
+                                        [](int64_t s, const std::pair<int64_t, int64_t>& b) { return s < b.first; });
+    owner[p] = static_cast<size_t>(after - blocks_.begin()) - 1;
+    ++out.rows_per_rank[owner[p]];
+  }
+  std::vector<int64_t> next(ranks, 0);  // the next gathered row of each rank's answers
+  for (size_t r = 1; r < ranks; ++r) next[r] = next[r - 1] + out.rows_per_rank[r - 1];
+  const auto me = static_cast<size_t>(world_->rank());
+  out.gathered_row.resize(samples.size());
+  for (size_t p = 0; p < samples.size(); ++p) {
+    out.gathered_row[p] = next[owner[p]]++;
+    if (owner[p] != me) continue;
+    out.own_positions.push_back(static_cast<int64_t>(p));
+    out.own_rings.push_back(samples[p] - begin_);
+  }
+  return out;
+}
+
+namespace {
+
+size_t row_bytes(const Tensor& t) {
+  return t.size(0) == 0 ? 0 : t.nbytes() / static_cast<size_t>(t.size(0));
+}
+
+}  // namespace
+
+Tensor MemoryBank::gather_answers(const Split& split, const Tensor& own) const {
+  const Tensor all = all_gather_rows(*world_, own.to(Device::cpu()), split.rows_per_rank);
+  Shape shape = all.shape();
+  shape[0] = static_cast<int64_t>(split.gathered_row.size());
+  Tensor ordered = empty(shape, all.dtype(), Device::cpu());
+  const size_t bytes = row_bytes(all);
+  const auto* from = static_cast<const char*>(all.raw_data());
+  auto* to = static_cast<char*>(ordered.raw_data());
+  for (size_t p = 0; p < split.gathered_row.size(); ++p)
+    std::memcpy(to + p * bytes, from + static_cast<size_t>(split.gathered_row[p]) * bytes, bytes);
+  return ordered.to(device_);
+}
+
+Tensor MemoryBank::gather_samples(const Tensor& own) const {
+  std::vector<int64_t> rows_per_rank;
+  for (const auto& [begin, end] : blocks_) rows_per_rank.push_back(end - begin);
+  return all_gather_rows(*world_, own.to(Device::cpu()), rows_per_rank).to(device_);
+}
+
+HostIndex MemoryBank::host_index(const Tensor& sample_index) const {
+  return HostIndex(sample_index.to(Device::cpu()).to_vector<int64_t>(), device_);
 }
 
 void MemoryBank::check_samples(const char* op, const Tensor& sample_index) const {
@@ -44,46 +110,106 @@ void MemoryBank::check_samples(const char* op, const HostIndex& sample_index) co
 
 void MemoryBank::update(const Tensor& sample_index, const Tensor& probs) {
   check_samples("MemoryBank.update", sample_index);
-  write(sample_index, probs);
+  check_probs(sample_index.numel(), probs);
+  if (sharded()) return write_own(host_index(sample_index), probs);
+  bank_update(rings_, sample_index, probs.detach().to(DType::f32));
 }
 
 void MemoryBank::update(const HostIndex& sample_index, const Tensor& probs) {
   check_samples("MemoryBank.update", sample_index);
-  write(sample_index.tensor(), probs);
+  check_probs(sample_index.size(), probs);
+  if (sharded()) return write_own(sample_index, probs);
+  bank_update(rings_, sample_index.tensor(), probs.detach().to(DType::f32));
 }
 
-Consistency MemoryBank::consistency(const HostIndex& sample_index) const {
-  check_samples("MemoryBank.consistency", sample_index);
-  return bank_consistency(rings_, sample_index.tensor());
-}
-
-Tensor MemoryBank::mean_probs(const HostIndex& sample_index) const {
-  check_samples("MemoryBank.mean_probs", sample_index);
-  return bank_mean_probs(rings_, sample_index.tensor());
-}
-
-void MemoryBank::write(const Tensor& sample_index, const Tensor& probs) {
-  check(probs.defined() && probs.dim() == 2 && probs.size(0) == sample_index.numel() &&
-            probs.size(1) == num_classes_ && probs.device() == device_,
-        "MemoryBank.update: probs must be [", sample_index.numel(), ", ", num_classes_, "] on ", device_,
-        ", got ", probs);
+void MemoryBank::check_probs(int64_t rows, const Tensor& probs) const {
+  check(probs.defined() && probs.dim() == 2 && probs.size(0) == rows && probs.size(1) == num_classes_ &&
+            probs.device() == device_,
+        "MemoryBank.update: probs must be [", rows, ", ", num_classes_, "] on ", device_, ", got ", probs);
   check_floating("MemoryBank.update", probs);
-  bank_update(rings_, sample_index, probs.detach().to(DType::f32));
+}
+
+// The rows of this rank's samples, in batch order (a sample named twice: the later row the more
+// recent), into its rings; the other ranks write the rest.
+void MemoryBank::write_own(const HostIndex& sample_index, const Tensor& probs) {
+  const Split parts = split(sample_index.host());
+  if (parts.own_positions.empty()) return;
+  const Tensor rows = index_select(probs.detach(), HostIndex(parts.own_positions, device_));
+  bank_update(rings_, HostIndex(parts.own_rings, device_).tensor(), rows.to(DType::f32));
 }
 
 Consistency MemoryBank::consistency(const Tensor& sample_index) const {
   check_samples("MemoryBank.consistency", sample_index);
+  if (sharded()) return consistency(host_index(sample_index));
   return bank_consistency(rings_, sample_index);
+}
+
+Consistency MemoryBank::consistency(const HostIndex& sample_index) const {
+  check_samples("MemoryBank.consistency", sample_index);
+  if (!sharded()) return bank_consistency(rings_, sample_index.tensor());
+  const Split parts = split(sample_index.host());
+  const Consistency own = bank_consistency(rings_, HostIndex(parts.own_rings, device_).tensor());
+  return {gather_answers(parts, own.mode), gather_answers(parts, own.count)};
 }
 
 Tensor MemoryBank::mean_probs(const Tensor& sample_index) const {
   check_samples("MemoryBank.mean_probs", sample_index);
+  if (sharded()) return mean_probs(host_index(sample_index));
   return bank_mean_probs(rings_, sample_index);
 }
 
+Tensor MemoryBank::mean_probs(const HostIndex& sample_index) const {
+  check_samples("MemoryBank.mean_probs", sample_index);
+  if (!sharded()) return bank_mean_probs(rings_, sample_index.tensor());
+  const Split parts = split(sample_index.host());
+  return gather_answers(parts, bank_mean_probs(rings_, HostIndex(parts.own_rings, device_).tensor()));
+}
+
+std::vector<int64_t> MemoryBank::filled() const {
+  const Tensor all = sharded() ? gather_samples(rings_.filled) : rings_.filled;
+  return all.to(Device::cpu()).to_vector<int64_t>();
+}
+
+MemoryBank::Latest MemoryBank::latest() const {
+  // This rank's samples: the latest entry of each non-empty ring, read on the device.
+  const std::vector<int64_t> position = rings_.position.to(Device::cpu()).to_vector<int64_t>();
+  const std::vector<int64_t> fill = rings_.filled.to(Device::cpu()).to_vector<int64_t>();
+  const int64_t own = end_ - begin_;
+  std::vector<int64_t> entries;  // rows of the [own·μ, K] probabilities
+  for (int64_t i = 0; i < own; ++i)
+    if (fill[static_cast<size_t>(i)] > 0) entries.push_back(i * mu_ + (position[static_cast<size_t>(i)] + mu_ - 1) % mu_);
+  std::vector<int64_t> entry_classes;
+  std::vector<float> entry_confidence;
+  if (!entries.empty()) {
+    const Tensor rows = index_select(reshape(rings_.probs, {own * mu_, num_classes_}), HostIndex(entries, device_));
+    entry_classes = argmax(rows, 1).to(Device::cpu()).to_vector<int64_t>();
+    entry_confidence = max(rows, 1).to(Device::cpu()).to(DType::f32).to_vector<float>();
+  }
+  Tensor classes = full({own}, -1.0, DType::i64, Device::cpu());
+  Tensor confidence = full({own}, std::numeric_limits<double>::quiet_NaN(), DType::f32, Device::cpu());
+  for (size_t e = 0, i = 0; i < static_cast<size_t>(own); ++i) {
+    if (fill[i] == 0) continue;
+    classes.ptr<int64_t>()[i] = entry_classes[e];
+    confidence.ptr<float>()[i] = entry_confidence[e++];
+  }
+  if (sharded()) {
+    classes = gather_samples(classes).to(Device::cpu());
+    confidence = gather_samples(confidence).to(Device::cpu());
+  }
+  return {classes.to_vector<int64_t>(), confidence.to_vector<float>()};
+}
+
 std::map<std::string, Tensor> MemoryBank::state() const {
-  return {{"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position},
-          {"probs", rings_.probs}};
+  if (!sharded())
+    return {{"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position},
+            {"probs", rings_.probs}};
+  std::map<std::string, Tensor> whole;
+  for (const auto& [name, own] : std::map<std::string, Tensor>{
+           {"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position}, {"probs", rings_.probs}}) {
+    Tensor all = gather_blocks(*world_, own.to(Device::cpu()), blocks_, 0);
+    if (world_->rank() == 0) whole[name] = std::move(all);
+  }
+  return whole;
 }
 
 void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
@@ -116,7 +242,7 @@ void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
     }
   }
   const auto own_copy = [&](const char* name) {
-    const Tensor& t = state.at(name);
+    const Tensor t = slice(state.at(name), 0, begin_, end_);
     return t.device() == device_ ? t.clone() : t.detach().to(device_);
   };
   rings_.classes = own_copy("classes");

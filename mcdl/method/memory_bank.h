@@ -2,11 +2,20 @@
 // predictions (the argmax class and the probability vector) on the training device, from which
 // the dual-consistency credibility modelling reads each sample's most frequent class, how
 // often it occurs, and the mean prediction.
+//
+// Across processes (a world of N > 1 ranks) each rank keeps the rings of its own block of samples
+// only (Shards::ranges(num_samples, N): contiguous, in rank order), so a process holds 1/N of the
+// bank. Updates write the rows of a rank's own samples; queries compute them there and gather the
+// rows back into query order on every rank: the same values as one bank, whatever N. Every rank
+// must then make the same calls with the same arguments (the training loop does).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "engine/collective.h"
 #include "engine/ops/indexing.h"  // HostIndex
 #include "engine/ops/method.h"    // BankRings, Consistency
 #include "engine/tensor.h"
@@ -16,12 +25,17 @@ namespace mcdl {
 class MemoryBank {
  public:
   // Empty rings for samples 0..num_samples-1 (the sample's position in the unlabelled set).
-  MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu = 16, Device device = Device::cpu());
+  // With `world` (null: this process alone) of N > 1 ranks, this rank's rings are those of its
+  // own block of samples.
+  MemoryBank(int64_t num_samples, int64_t num_classes, int64_t mu = 16, Device device = Device::cpu(),
+             Collective* world = nullptr);
 
   int64_t num_samples() const { return num_samples_; }
   int64_t num_classes() const { return num_classes_; }
   int64_t mu() const { return mu_; }
   Device device() const { return device_; }
+  // The samples whose rings this process holds: [first, end).
+  std::pair<int64_t, int64_t> own_samples() const { return {begin_, end_}; }
 
   // Writes row i of probs [n, K] (f32 or f64, stored as f32; no gradient is kept) into the ring
   // of sample_index[i] (i64 [n], on the bank's device), rows in batch order: a sample drawn
@@ -39,23 +53,53 @@ class MemoryBank {
   Consistency consistency(const HostIndex& sample_index) const;
   Tensor mean_probs(const HostIndex& sample_index) const;
 
+  // How many entries each sample's ring holds (all samples, on the host).
+  std::vector<int64_t> filled() const;
+  // Each sample's latest entry: its argmax class and largest probability (−1 and NaN for an empty
+  // ring), all samples, on the host.
+  struct Latest {
+    std::vector<int64_t> classes;
+    std::vector<float> confidence;
+  };
+  Latest latest() const;
+
   // The whole state for a checkpoint: "classes" i32 [N, μ], "probs" f32 [N, μ, K],
-  // "position" i64 [N] (the next slot written), "filled" i64 [N]. The tensors are the bank's
-  // own buffers (not copies); save them before the next update.
+  // "position" i64 [N] (the next slot written), "filled" i64 [N]. In one process the tensors are
+  // the bank's own buffers (not copies): save them before the next update. Across processes rank 0
+  // (the one that writes checkpoints) receives the whole bank, gathered into host memory, and the
+  // other ranks an empty map.
   std::map<std::string, Tensor> state() const;
-  // Replaces the state with a copy of `state` (exactly those four names, the shapes and dtypes
+  // Replaces the state with a copy of `state` (the whole bank, on every rank: each keeps its own
+  // block; exactly those four names, the shapes and dtypes
   // above, positions in [0, μ), fills in [0, μ] with position == filled while a ring is not
   // full, classes of filled entries in [0, K)); throws without changing the bank otherwise.
   void load_state(const std::map<std::string, Tensor>& state);
 
  private:
+  // A query across processes: which of its positions this rank answers (and at which of its own
+  // rings), how many each rank answers, and where each position's row lands in the rank-order
+  // gather of the answers.
+  struct Split {
+    std::vector<int64_t> own_positions, own_rings, rows_per_rank, gathered_row;
+  };
+  bool sharded() const { return world_ != nullptr; }
+  Split split(const std::vector<int64_t>& samples) const;
+  // Every rank's answers (`own`, this rank's, [own rows, ...] on the device) in query order.
+  Tensor gather_answers(const Split& split, const Tensor& own) const;
+  // Every rank's rows of a per-sample tensor of its rings, in sample order, on every rank.
+  Tensor gather_samples(const Tensor& own) const;
+  HostIndex host_index(const Tensor& sample_index) const;
   void check_samples(const char* op, const Tensor& sample_index) const;
   void check_samples(const char* op, const HostIndex& sample_index) const;
-  void write(const Tensor& sample_index, const Tensor& probs);
+  void check_probs(int64_t rows, const Tensor& probs) const;
+  void write_own(const HostIndex& sample_index, const Tensor& probs);
 
   int64_t num_samples_, num_classes_, mu_;
   Device device_;
-  BankRings rings_;
+  Collective* world_ = nullptr;  // set only for more than one rank
+  std::vector<std::pair<int64_t, int64_t>> blocks_;  // each rank's samples
+  int64_t begin_ = 0, end_ = 0;
+  BankRings rings_;  // the rings of samples [begin_, end_)
 };
 
 }  // namespace mcdl

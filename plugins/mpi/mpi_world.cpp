@@ -34,25 +34,43 @@ int init(int* rank, int* size, char* error, size_t error_size) {
   return 0;
 }
 
-int all_gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
-               size_t error_size) {
+// MPI's per-rank counts and offsets (ints) for byte counts, or false with a message.
+bool int_counts(const char* what, const size_t* counts, std::vector<int>& count, std::vector<int>& offset, char* error,
+                size_t error_size) {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<int> count(static_cast<size_t>(size)), offset(static_cast<size_t>(size));
+  count.assign(static_cast<size_t>(size), 0);
+  offset.assign(static_cast<size_t>(size), 0);
   size_t total = 0;
   for (int r = 0; r < size; ++r) {
     if (counts[r] > INT_MAX || total > INT_MAX) {
-      std::snprintf(error, error_size, "all-gather of %zu bytes from rank %d: more than MPI's int counts hold",
+      std::snprintf(error, error_size, "%s of %zu bytes from rank %d: more than MPI's int counts hold", what,
                     counts[r], r);
-      return 1;
+      return false;
     }
     count[static_cast<size_t>(r)] = static_cast<int>(counts[r]);
     offset[static_cast<size_t>(r)] = static_cast<int>(total);
     total += counts[r];
   }
+  return true;
+}
+
+int all_gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
+               size_t error_size) {
+  std::vector<int> count, offset;
+  if (!int_counts("all-gather", counts, count, offset, error, error_size)) return 1;
   return report(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, receive, count.data(), offset.data(),
                                MPI_BYTE, MPI_COMM_WORLD),
                 "MPI_Allgatherv", error, error_size);
+}
+
+int gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, int root, char* error,
+           size_t error_size) {
+  std::vector<int> count, offset;
+  if (!int_counts("gather", counts, count, offset, error, error_size)) return 1;
+  return report(MPI_Gatherv(send, static_cast<int>(send_bytes), MPI_BYTE, receive, count.data(), offset.data(),
+                            MPI_BYTE, root, MPI_COMM_WORLD),
+                "MPI_Gatherv", error, error_size);
 }
 
 int broadcast(void* data, size_t bytes, int root, char* error, size_t error_size) {
@@ -76,7 +94,7 @@ void finalize() {
   if (!finalized) MPI_Finalize();
 }
 
-const McdlMpiApi api{kMcdlMpiApiVersion, init, all_gather, broadcast, barrier, abort_world, finalize};
+const McdlMpiApi api{kMcdlMpiApiVersion, init, all_gather, gather, broadcast, barrier, abort_world, finalize};
 
 }  // namespace
 
