@@ -36,7 +36,8 @@ case "$dataset" in
     # μ 16 → 4 (a sample needs more than 3 consistent epochs to be "high"); the paper variant
     # starts its losses at 10% of the epochs, the robust one after the teacher warm-up. 10
     # epochs, not the study's 20: the validation signal shows no loss (docs/training-and-
-    # evaluation.md §10), and three seeds of all six methods then fit in 8½ minutes on two cores.
+    # evaluation.md §10), and three seeds of all six methods then fit in 8½–12½ minutes on two cores
+    # (an EPYC with and without AVX-512).
     out=${DEMO_OUT:-runs/demo}
     max_train=${MAX_TRAIN:-10000}
     methods=${METHODS:-kmeans simgcd robust paper gcd gcd_mcdl}
