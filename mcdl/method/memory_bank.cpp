@@ -1,9 +1,9 @@
 #include "mcdl/method/memory_bank.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "engine/all_gather.h"
@@ -82,7 +82,7 @@ Tensor MemoryBank::gather_answers(const Split& split, const Tensor& own) const {
 Tensor MemoryBank::gather_samples(const Tensor& own) const {
   std::vector<int64_t> rows_per_rank;
   for (const auto& [begin, end] : blocks_) rows_per_rank.push_back(end - begin);
-  return all_gather_rows(*world_, own.to(Device::cpu()), rows_per_rank).to(device_);
+  return all_gather_rows(*world_, own.to(Device::cpu()), rows_per_rank);
 }
 
 HostIndex MemoryBank::host_index(const Tensor& sample_index) const {
@@ -193,8 +193,8 @@ MemoryBank::Latest MemoryBank::latest() const {
     confidence.ptr<float>()[i] = entry_confidence[e++];
   }
   if (sharded()) {
-    classes = gather_samples(classes).to(Device::cpu());
-    confidence = gather_samples(confidence).to(Device::cpu());
+    classes = gather_samples(classes);
+    confidence = gather_samples(confidence);
   }
   return {classes.to_vector<int64_t>(), confidence.to_vector<float>()};
 }
