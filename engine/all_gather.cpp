@@ -5,6 +5,16 @@
 #include "engine/error.h"
 
 namespace mcdl {
+namespace {
+
+// The bytes of one row of `rows` [n, ...], whatever n is.
+size_t row_bytes(const Tensor& rows) {
+  size_t bytes = dtype_size(rows.dtype());
+  for (int64_t axis = 1; axis < rows.dim(); ++axis) bytes *= static_cast<size_t>(rows.size(axis));
+  return bytes;
+}
+
+}  // namespace
 
 Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector<int64_t>& rows_per_rank) {
   check(local.defined() && local.device().is_cpu() && local.dim() >= 1, "all_gather_rows: expected host rows, got ",
@@ -16,10 +26,8 @@ Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector
   shape[0] = 0;
   for (int64_t rows : rows_per_rank) shape[0] += rows;
   Tensor all = empty(shape, local.dtype(), Device::cpu());
-  size_t row_bytes = dtype_size(local.dtype());
-  for (size_t axis = 1; axis < shape.size(); ++axis) row_bytes *= static_cast<size_t>(shape[axis]);
   std::vector<size_t> counts;
-  for (int64_t rows : rows_per_rank) counts.push_back(static_cast<size_t>(rows) * row_bytes);
+  for (int64_t rows : rows_per_rank) counts.push_back(static_cast<size_t>(rows) * row_bytes(local));
   world.all_gather(local.raw_data(), local.nbytes(), all.raw_data(), counts);
   return all;
 }
@@ -34,21 +42,20 @@ Tensor gather_blocks(Collective& world, const Tensor& local, const std::vector<s
         "gather_blocks: rank ", world.rank(), " has ", local.size(0), " rows, but its block says otherwise");
   Shape shape = local.shape();
   shape[0] = blocks.empty() ? 0 : blocks.back().second;
-  size_t row_bytes = dtype_size(local.dtype());
-  for (size_t axis = 1; axis < shape.size(); ++axis) row_bytes *= static_cast<size_t>(shape[axis]);
+  const size_t bytes = row_bytes(local);
   const bool receives = world.rank() == root;
   Tensor all = receives ? empty(shape, local.dtype(), Device::cpu()) : Tensor();
-  const int64_t piece_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(row_bytes, 1)));
+  const int64_t piece_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(bytes, 1)));
   const auto* mine = static_cast<const char*>(local.raw_data());
   for (int64_t first = 0; first < shape[0]; first += piece_rows) {
     const int64_t last = std::min(shape[0], first + piece_rows);
     std::vector<size_t> counts;  // each rank's rows of [first, last)
     for (const auto& [begin, end] : blocks)
       counts.push_back(static_cast<size_t>(std::max<int64_t>(0, std::min(end, last) - std::max(begin, first))) *
-                       row_bytes);
+                       bytes);
     const int64_t from = std::max(blocks[me].first, first) - blocks[me].first;
-    char* into = receives ? static_cast<char*>(all.raw_data()) + static_cast<size_t>(first) * row_bytes : nullptr;
-    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * row_bytes : nullptr, counts[me], into, counts,
+    char* into = receives ? static_cast<char*>(all.raw_data()) + static_cast<size_t>(first) * bytes : nullptr;
+    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * bytes : nullptr, counts[me], into, counts,
                  root);
   }
   return all;

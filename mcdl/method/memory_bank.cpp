@@ -1,7 +1,6 @@
 #include "mcdl/method/memory_bank.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <tuple>
 #include <vector>
@@ -58,25 +57,9 @@ MemoryBank::Split MemoryBank::split(const std::vector<int64_t>& samples) const {
   return out;
 }
 
-namespace {
-
-size_t row_bytes(const Tensor& t) {
-  return t.size(0) == 0 ? 0 : t.nbytes() / static_cast<size_t>(t.size(0));
-}
-
-}  // namespace
-
 Tensor MemoryBank::gather_answers(const Split& split, const Tensor& own) const {
   const Tensor all = all_gather_rows(*world_, own.to(Device::cpu()), split.rows_per_rank);
-  Shape shape = all.shape();
-  shape[0] = static_cast<int64_t>(split.gathered_row.size());
-  Tensor ordered = empty(shape, all.dtype(), Device::cpu());
-  const size_t bytes = row_bytes(all);
-  const auto* from = static_cast<const char*>(all.raw_data());
-  auto* to = static_cast<char*>(ordered.raw_data());
-  for (size_t p = 0; p < split.gathered_row.size(); ++p)
-    std::memcpy(to + p * bytes, from + static_cast<size_t>(split.gathered_row[p]) * bytes, bytes);
-  return ordered.to(device_);
+  return index_select(all, HostIndex(split.gathered_row, Device::cpu())).to(device_);
 }
 
 Tensor MemoryBank::gather_samples(const Tensor& own) const {
@@ -178,25 +161,21 @@ MemoryBank::Latest MemoryBank::latest() const {
   std::vector<int64_t> entries;  // rows of the [own·μ, K] probabilities
   for (int64_t i = 0; i < own; ++i)
     if (fill[static_cast<size_t>(i)] > 0) entries.push_back(i * mu_ + (position[static_cast<size_t>(i)] + mu_ - 1) % mu_);
-  std::vector<int64_t> entry_classes;
-  std::vector<float> entry_confidence;
+  Latest latest{std::vector<int64_t>(static_cast<size_t>(own), -1),
+                std::vector<float>(static_cast<size_t>(own), std::numeric_limits<float>::quiet_NaN())};
   if (!entries.empty()) {
     const Tensor rows = index_select(reshape(rings_.probs, {own * mu_, num_classes_}), HostIndex(entries, device_));
-    entry_classes = argmax(rows, 1).to(Device::cpu()).to_vector<int64_t>();
-    entry_confidence = max(rows, 1).to(Device::cpu()).to(DType::f32).to_vector<float>();
+    const std::vector<int64_t> classes = argmax(rows, 1).to(Device::cpu()).to_vector<int64_t>();
+    const std::vector<float> confidence = max(rows, 1).to(Device::cpu()).to(DType::f32).to_vector<float>();
+    for (size_t e = 0, i = 0; i < fill.size(); ++i) {
+      if (fill[i] == 0) continue;
+      latest.classes[i] = classes[e];
+      latest.confidence[i] = confidence[e++];
+    }
   }
-  Tensor classes = full({own}, -1.0, DType::i64, Device::cpu());
-  Tensor confidence = full({own}, std::numeric_limits<double>::quiet_NaN(), DType::f32, Device::cpu());
-  for (size_t e = 0, i = 0; i < static_cast<size_t>(own); ++i) {
-    if (fill[i] == 0) continue;
-    classes.ptr<int64_t>()[i] = entry_classes[e];
-    confidence.ptr<float>()[i] = entry_confidence[e++];
-  }
-  if (sharded()) {
-    classes = gather_samples(classes);
-    confidence = gather_samples(confidence);
-  }
-  return {classes.to_vector<int64_t>(), confidence.to_vector<float>()};
+  if (!sharded()) return latest;
+  return {gather_samples(from_vector(latest.classes, {own})).to_vector<int64_t>(),
+          gather_samples(from_vector(latest.confidence, {own})).to_vector<float>()};
 }
 
 std::map<std::string, Tensor> MemoryBank::state() const {
