@@ -17,19 +17,35 @@ size_t row_bytes(const Tensor& rows) {
 }  // namespace
 
 Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector<int64_t>& rows_per_rank) {
-  check(local.defined() && local.device().is_cpu() && local.dim() >= 1, "all_gather_rows: expected host rows, got ",
-        local);
+  check(local.defined() && local.dim() >= 1, "all_gather_rows: expected rows, got ", local);
   check(rows_per_rank.size() == static_cast<size_t>(world.size()) &&
             rows_per_rank[static_cast<size_t>(world.rank())] == local.size(0),
         "all_gather_rows: rank ", world.rank(), " has ", local.size(0), " rows, but the counts say otherwise");
   Shape shape = local.shape();
   shape[0] = 0;
   for (int64_t rows : rows_per_rank) shape[0] += rows;
-  Tensor all = empty(shape, local.dtype(), Device::cpu());
   std::vector<size_t> counts;
   for (int64_t rows : rows_per_rank) counts.push_back(static_cast<size_t>(rows) * row_bytes(local));
-  world.all_gather(local.raw_data(), local.nbytes(), all.raw_data(), counts);
-  return all;
+  if (DeviceTransport* transport = world.device_transport(); transport && local.device().is_cuda()) {
+    Tensor all = empty(shape, local.dtype(), local.device());
+    transport->all_gather(local.raw_data(), local.nbytes(), all.raw_data(), counts);
+    return all;
+  }
+  const Tensor send = local.detach().to(Device::cpu());
+  Tensor all = empty(shape, local.dtype(), Device::cpu());
+  world.all_gather(send.raw_data(), send.nbytes(), all.raw_data(), counts);
+  return all.to(local.device());
+}
+
+void broadcast_tensor(Collective& world, Tensor& data, int root) {
+  check(data.defined(), "broadcast_tensor: expected a tensor");
+  if (DeviceTransport* transport = world.device_transport(); transport && data.device().is_cuda()) {
+    transport->broadcast(data.raw_data(), data.nbytes(), root);
+    return;
+  }
+  Tensor host = data.detach().to(Device::cpu());
+  world.broadcast(host.raw_data(), host.nbytes(), root);
+  if (!data.device().is_cpu()) data = host.to(data.device());
 }
 
 Tensor gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,

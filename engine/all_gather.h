@@ -11,9 +11,14 @@
 
 namespace mcdl {
 
-// [Σ rows, ...] from each rank's `local` [rows_per_rank[rank], ...]: host tensors of one dtype and
-// row shape (a rank without rows passes an empty tensor of that shape).
+// [Σ rows, ...] from each rank's `local` [rows_per_rank[rank], ...]: tensors of one dtype, row
+// shape and device (a rank without rows passes an empty tensor of that shape), the result on that
+// device, without a graph. Device rows travel through the world's device transport when it has
+// one, else through host memory: the same bytes either way.
 Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector<int64_t>& rows_per_rank);
+// Rank `root`'s `data` into every rank's `data` (same shape, dtype and device on every rank), on
+// the device transport for device tensors when there is one.
+void broadcast_tensor(Collective& world, Tensor& data, int root);
 // Rows held in contiguous blocks (blocks[r] = rank r's [begin, end) of the whole, in rank order),
 // put together on rank `root` only: [Σ rows, ...] there, an undefined tensor elsewhere. `local` is
 // this rank's block on the host. The rows travel in pieces of at most piece_bytes (at least one

@@ -11,6 +11,17 @@
 
 namespace mcdl {
 
+// Collectives on device buffers between the same ranks (NCCL: engine/nccl_transport.h), queued on
+// the engine's stream. A world may have one; without it, device data goes through host memory.
+class DeviceTransport {
+ public:
+  virtual ~DeviceTransport() = default;
+  virtual std::string name() const = 0;  // e.g. "NCCL 2.28.9 (libnccl.so.2)"
+  // As Collective::all_gather and broadcast, on device pointers.
+  virtual void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) = 0;
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -28,6 +39,14 @@ class Collective {
   virtual void barrier() = 0;
   // Ends every process of the run with exit status `code` (after this one printed why).
   [[noreturn]] virtual void abort(int code) = 0;
+
+  // The device transport between these ranks, or null (device data then travels through host
+  // memory and the calls above).
+  DeviceTransport* device_transport() const { return device_transport_.get(); }
+  void set_device_transport(std::unique_ptr<DeviceTransport> transport) { device_transport_ = std::move(transport); }
+
+ private:
+  std::unique_ptr<DeviceTransport> device_transport_;
 };
 
 // The number of processes an MPI launcher started (its environment), or 1 when none did.

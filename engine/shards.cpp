@@ -29,29 +29,18 @@ std::vector<int64_t> layout_header(const std::vector<Tensor>& outputs) {
   return header;
 }
 
-// Output k of a header, with `rows` rows: an empty host tensor of its dtype and shape.
-Tensor empty_output(const int64_t* header, int64_t k, int64_t rows) {
+// Output k of a header, with `rows` rows: an empty tensor of its dtype and shape.
+Tensor empty_output(const int64_t* header, int64_t k, int64_t rows, Device device) {
   const int64_t* words = &header[1 + static_cast<size_t>(k) * kWordsPerOutput];
   Shape shape{rows};
   for (int64_t a = 1; a < words[1]; ++a) shape.push_back(words[1 + a]);
-  return empty(shape, static_cast<DType>(words[0]), Device::cpu());
+  return empty(shape, static_cast<DType>(words[0]), device);
 }
 
-Tensor host_copy(const Tensor& t) {
+// A rank's shards of one output, one after the other, without a graph.
+Tensor rows_of(const std::vector<Tensor>& shards) {
   NoGradGuard no_grad;
-  return t.detach().to(Device::cpu());
-}
-
-// A rank's shards of one output, one after the other, on the host and without a graph.
-Tensor host_rows(const std::vector<Tensor>& shards) {
-  NoGradGuard no_grad;
-  return host_copy(shards.size() == 1 ? shards[0] : concat(shards, 0));
-}
-
-Tensor tensor_from_bytes(const char* bytes, const Shape& shape, DType dtype, Device device) {
-  Tensor host = empty(shape, dtype, Device::cpu());
-  if (host.nbytes() > 0) std::memcpy(host.raw_data(), bytes, host.nbytes());
-  return host.to(device);
+  return shards.size() == 1 ? shards[0].detach() : concat(shards, 0);
 }
 
 // sum (+)= grad, the first gradient taken as it is: the shards' gradients in shard order.
@@ -165,8 +154,9 @@ std::vector<Tensor> Shards::gather_outputs(const std::vector<std::vector<Tensor>
   const int64_t end = begin + rank_rows[static_cast<size_t>(world_->rank())];
   std::vector<Tensor> result;
   for (int64_t k = 0; k < layout[0]; ++k) {
-    const Tensor mine = local.empty() ? empty_output(layout, k, 0) : host_rows(local[static_cast<size_t>(k)]);
-    const Tensor gathered = all_gather_rows(*world_, mine, rank_rows).to(device);
+    const Tensor mine =
+        local.empty() ? empty_output(layout, k, 0, device) : rows_of(local[static_cast<size_t>(k)]).to(device);
+    const Tensor gathered = all_gather_rows(*world_, mine, rank_rows);
     if (local.empty() || !local[static_cast<size_t>(k)][0].requires_grad()) {
       result.push_back(gathered);
       continue;
@@ -191,9 +181,9 @@ std::vector<Tensor> Shards::forward_local_shard(const Tensor& input, const Multi
   std::vector<int64_t> header = mine ? layout_header(outputs) : std::vector<int64_t>(kHeaderWords, -1);
   world_->broadcast(header.data(), kHeaderWords * sizeof(int64_t), owner);
   for (int64_t k = 0; k < header[0]; ++k) {
-    Tensor host = mine ? host_copy(outputs[static_cast<size_t>(k)]) : empty_output(header.data(), k, input.size(0));
-    world_->broadcast(host.raw_data(), host.nbytes(), owner);
-    if (!mine) outputs.push_back(host.to(input.device()));
+    Tensor data = mine ? outputs[static_cast<size_t>(k)].detach() : empty_output(header.data(), k, input.size(0), input.device());
+    broadcast_tensor(*world_, data, owner);
+    if (!mine) outputs.push_back(data);
   }
   return outputs;
 }
@@ -251,39 +241,38 @@ void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters)
 
 void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters,
                                     const std::vector<std::vector<Tensor>>& local, std::vector<Tensor>& sums) {
-  // A shard's message: one flag byte per parameter (1: a gradient follows), then each parameter's
-  // gradient bytes (zeros where the flag is 0), so every shard's message has the same length.
-  size_t shard_bytes = parameters.size();
-  for (const Tensor& p : parameters) shard_bytes += p.nbytes();
-  std::vector<char> send(shard_bytes * local.size(), 0);
-  for (size_t s = 0; s < local.size(); ++s) {
-    char* message = &send[s * shard_bytes];
-    char* bytes = message + parameters.size();
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      const Tensor& grad = local[s][i];
-      if (grad.defined()) {
-        check(grad.dtype() == parameters[i].dtype() && grad.shape() == parameters[i].shape(), "shards: the gradient ",
-              grad, " does not match its parameter ", parameters[i]);
-        message[i] = 1;
-        const Tensor host = host_copy(grad);
-        std::memcpy(bytes, host.raw_data(), host.nbytes());
-      }
-      bytes += parameters[i].nbytes();
-    }
-  }
   const int n = ranks();
-  std::vector<char> all(shard_bytes * static_cast<size_t>(*count_));
-  world_->all_gather(send.data(), send.size(), all.data(),
-                     std::vector<size_t>(static_cast<size_t>(n), shard_bytes * static_cast<size_t>(*count_ / n)));
-  for (int64_t s = 0; s < *count_; ++s) {
-    const char* message = &all[static_cast<size_t>(s) * shard_bytes];
-    const char* bytes = message + parameters.size();
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      if (message[i])
-        add_in_order(sums[i],
-                     tensor_from_bytes(bytes, parameters[i].shape(), parameters[i].dtype(), parameters[i].device()));
-      bytes += parameters[i].nbytes();
+  const size_t num_params = parameters.size();
+  const int64_t per_rank = *count_ / n;
+  // Which shards gave each parameter a gradient: a flag per (shard, parameter), from every rank.
+  std::vector<char> flags(local.size() * num_params), all_flags(static_cast<size_t>(*count_) * num_params);
+  for (size_t s = 0; s < local.size(); ++s)
+    for (size_t i = 0; i < num_params; ++i) flags[s * num_params + i] = local[s][i].defined() ? 1 : 0;
+  world_->all_gather(flags.data(), flags.size(), all_flags.data(),
+                     std::vector<size_t>(static_cast<size_t>(n), static_cast<size_t>(per_rank) * num_params));
+  const auto flagged = [&](int64_t s, size_t i) { return all_flags[static_cast<size_t>(s) * num_params + i] != 0; };
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < num_params; ++i) {
+    bool any = false;
+    for (int64_t s = 0; s < *count_; ++s) any = any || flagged(s, i);
+    if (!any) continue;
+    // This rank's shards' gradients as rows (zeros where none flowed), every shard's gathered.
+    const Tensor& p = parameters[i];
+    Shape row_shape = p.shape();
+    row_shape.insert(row_shape.begin(), 1);
+    std::vector<Tensor> rows;
+    for (const std::vector<Tensor>& shard : local) {
+      const Tensor& grad = shard[i];
+      check(!grad.defined() || (grad.dtype() == p.dtype() && grad.shape() == p.shape()), "shards: the gradient ", grad,
+            " does not match its parameter ", p);
+      rows.push_back(grad.defined() ? reshape(grad.detach(), row_shape) : zeros(row_shape, p.dtype(), p.device()));
     }
+    const Tensor all = all_gather_rows(*world_, concat(rows, 0), std::vector<int64_t>(static_cast<size_t>(n), per_rank));
+    for (int64_t s = 0; s < *count_; ++s)
+      if (flagged(s, i)) {
+        const Tensor grad = reshape(slice(all, 0, s, s + 1), p.shape());
+        add_in_order(sums[i], sums[i].defined() ? grad : grad.clone());  // a whole tensor, not a view of `all`
+      }
   }
 }
 

@@ -103,16 +103,12 @@ if wants pairs; then
   wait "$study"; say "== pairs-study (CPU, exit $?):"; tail -n 20 "$LOGS/pairs-study.log" | tee -a "$REPORT"
 fi
 # Two processes on the GPU (mpirun, the bundled MPI plugin) against one process with the same
-# --shards: a short SimGCD + MCDL run on fmnist-pairs, then whether the metrics (timing columns
-# aside), predictions and checkpoint tensors are the same bytes, or how far apart they are.
-mpi_runs() {
-  local common="fmnist-pairs --data-root .gpu/fmnist --model img=56,patch=14,dim=64,depth=2,heads=2,chans=1
-    --image-size 56 --max-train 1200 --epochs 2 --batch-size 64 --shards 2 --mu 1 --mcdl-start 0
-    --warmup-teacher-epochs 1 --device cuda --progress false --grad-from-block 0"
-  rm -rf /tmp/mpi-1 /tmp/mpi-2
-  # shellcheck disable=SC2086
-  ./mcdl_train $common --out /tmp/mpi-1 && timeout 240 mpirun --allow-run-as-root -np 2 ./mcdl_train $common --out /tmp/mpi-2 &&
-    python3 -c '
+# --shards: a short SimGCD + MCDL run on fmnist-pairs, the GPU data between the processes through
+# host memory (--gpu-collectives host), then through NCCL (nccl; NCCL may refuse two ranks on one
+# GPU, and the log then says so); each compared with the one-process run: whether the metrics
+# (timing columns aside), predictions and checkpoint tensors are the same bytes, or how far apart.
+same_run() {
+  python3 -c '
 import csv, json, struct, sys
 def rows(path):
     with open(path) as f:
@@ -123,13 +119,37 @@ def tensors(path):
     n = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + n]); header.pop("__metadata__", None)
     return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
-a, b = "/tmp/mpi-1", "/tmp/mpi-2"
+a, b = sys.argv[1:3]
+print(b, "against", a)
 print("metrics same:", rows(a + "/metrics.csv") == rows(b + "/metrics.csv"))
 print("predictions same:", open(a + "/predictions.csv").read() == open(b + "/predictions.csv").read())
 ta, tb = tensors(a + "/checkpoints/last.safetensors"), tensors(b + "/checkpoints/last.safetensors")
 differ = [k for k in ta if ta[k] != tb.get(k)]
 print("checkpoint tensors:", len(ta), "differing:", len(differ), differ[:5])
-sys.exit(0 if not differ else 1)'
+sys.exit(0 if not differ else 1)' "$1" "$2"
+}
+mpi_runs() {
+  local common="fmnist-pairs --data-root .gpu/fmnist --model img=56,patch=14,dim=64,depth=2,heads=2,chans=1
+    --image-size 56 --max-train 1200 --epochs 2 --batch-size 64 --shards 2 --mu 1 --mcdl-start 0
+    --warmup-teacher-epochs 1 --device cuda --progress false --grad-from-block 0"
+  # NCCL from the loader's path, else the CUDA toolkit's or pip's copy.
+  if [ -z "${MCDL_NCCL_LIBRARY:-}" ] && ! ldconfig -p | grep -q 'libnccl.so.2 '; then
+    MCDL_NCCL_LIBRARY=$( (ls /usr/local/cuda*/lib64/libnccl.so.2 2>/dev/null;
+      python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null) | head -1)
+    export MCDL_NCCL_LIBRARY
+    echo "NCCL library: ${MCDL_NCCL_LIBRARY:-none found}"
+  fi
+  export MCDL_NCCL_LIBRARY=${MCDL_NCCL_LIBRARY:-}  # set, even if empty, for mpirun -x
+  rm -rf /tmp/mpi-1 /tmp/mpi-host /tmp/mpi-nccl
+  local status=0
+  # shellcheck disable=SC2086
+  ./mcdl_train $common --out /tmp/mpi-1 || return 1
+  for transport in host nccl; do
+    # shellcheck disable=SC2086
+    timeout 200 mpirun --allow-run-as-root -x MCDL_NCCL_LIBRARY -np 2 ./mcdl_train $common --gpu-collectives "$transport" \
+      --out "/tmp/mpi-$transport" && same_run /tmp/mpi-1 "/tmp/mpi-$transport" || status=1
+  done
+  return $status
 }
 if wants mpi; then
   stage mpi mpi_runs

@@ -6,12 +6,14 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "data/loader.h"
 #include "engine/byte_hash.h"
 #include "engine/collective.h"
 #include "engine/error.h"
+#include "engine/nccl_transport.h"
 #include "engine/ops.h"
 #include "engine/ops/linalg.h"
 #include "engine/settings.h"
@@ -50,6 +52,37 @@ std::string program_fingerprint() {
   return std::to_string(hash);
 }
 
+// Several processes on GPUs: NCCL carries their device data when it loads on every rank
+// (--gpu-collectives auto) or must (nccl); otherwise it goes through host memory and MPI. Until
+// the run ends (the communicator is released before the CUDA runtime is).
+class GpuLink {
+ public:
+  GpuLink(Collective& world, GpuCollectives choice, Device device) : world_(world) {
+    check(choice != GpuCollectives::nccl || device.is_cuda(), "--gpu-collectives nccl: this run is on the CPU, and ",
+          "NCCL moves GPU memory only; pass --device cuda, or leave --gpu-collectives at auto");
+    if (world.size() == 1 || !device.is_cuda() || choice == GpuCollectives::host) return;
+    std::string why;
+    std::unique_ptr<DeviceTransport> transport = make_nccl_transport(world, why);
+    if (!transport) {
+      check(choice != GpuCollectives::nccl, "--gpu-collectives nccl, but NCCL could not be loaded:\n", why,
+            "\n(--gpu-collectives auto goes on without it, through host memory)");
+      if (world.rank() == 0)
+        std::fprintf(stderr, "note: NCCL could not be loaded, so GPU data goes through host memory and MPI:\n%s\n",
+                     why.c_str());
+      return;
+    }
+    if (world.rank() == 0)
+      std::fprintf(stderr, "collectives: MPI between the processes, %s between the GPUs\n", transport->name().c_str());
+    world.set_device_transport(std::move(transport));
+  }
+  ~GpuLink() { world_.set_device_transport(nullptr); }
+  GpuLink(const GpuLink&) = delete;
+  GpuLink& operator=(const GpuLink&) = delete;
+
+ private:
+  Collective& world_;
+};
+
 void append_missing(MetricsRow& row, const std::vector<std::string>& names) {
   for (const std::string& name : names) row.push_back({name, std::nan("")});
 }
@@ -86,6 +119,7 @@ class Run {
   ScopedEngineSettings settings_;  // the run's matmul precision, until its last product
   int64_t clusters_ = 0;  // the model's clusters (--clusters)
   RunProgress progress_;
+  std::optional<GpuLink> gpu_link_;  // NCCL between the processes' GPUs, once the ranks agree on the settings
   Shards shards_;  // --shards: how the method's forwards and the backward run
   std::unique_ptr<BaseMethod> method_;
   TrainedMethod* trained_ = nullptr;  // the method's training side (null: k-means)
@@ -110,6 +144,7 @@ Run::Run(const TrainConfig& config, bool resume)
     shared.progress = false;  // only rank 0 shows a progress bar
     check_same_on_every_rank(world_, config_to_json(shared), "configuration");
   }
+  gpu_link_.emplace(world_, config_.gpu_collectives, device_);
   // What depends on the machine and the data, resolved here once, before config.json is written.
   config_.precision = engine_settings().matmul_precision;
   config_.eval_on = data_.eval_on;

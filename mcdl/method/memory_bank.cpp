@@ -58,14 +58,14 @@ MemoryBank::Split MemoryBank::split(const std::vector<int64_t>& samples) const {
 }
 
 Tensor MemoryBank::gather_answers(const Split& split, const Tensor& own) const {
-  const Tensor all = all_gather_rows(*world_, own.to(Device::cpu()), split.rows_per_rank);
-  return index_select(all, HostIndex(split.gathered_row, Device::cpu())).to(device_);
+  const Tensor all = all_gather_rows(*world_, own.to(device_), split.rows_per_rank);
+  return index_select(all, HostIndex(split.gathered_row, device_));
 }
 
 Tensor MemoryBank::gather_samples(const Tensor& own) const {
   std::vector<int64_t> rows_per_rank;
   for (const auto& [begin, end] : blocks_) rows_per_rank.push_back(end - begin);
-  return all_gather_rows(*world_, own.to(Device::cpu()), rows_per_rank);
+  return all_gather_rows(*world_, own, rows_per_rank);
 }
 
 HostIndex MemoryBank::host_index(const Tensor& sample_index) const {

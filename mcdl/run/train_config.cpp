@@ -218,6 +218,10 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"batch-stats", "global (every loss over the whole batch) or local: each shard's losses over its own rows "
                       "alone, averaged, as each GPU of a PyTorch DDP run computes them (needs --shards)",
        enum_field("batch-stats", &c.batch_stats, {{BatchStats::global, "global"}, {BatchStats::local, "local"}})},
+      {"gpu-collectives", "several processes on GPUs: auto (NCCL when it loads, else host), nccl (required) or host "
+                          "(device data through host memory and MPI); the results are the same bytes",
+       enum_field("gpu-collectives", &c.gpu_collectives,
+                  {{GpuCollectives::automatic, "auto"}, {GpuCollectives::nccl, "nccl"}, {GpuCollectives::host, "host"}})},
       {"lr", "SGD learning rate", &c.lr},
       {"lr-min-factor", "cosine annealing ends at lr times this", &c.lr_min_factor},
       {"momentum", "SGD momentum", &c.momentum},

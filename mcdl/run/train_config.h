@@ -44,6 +44,9 @@ enum class SupNorm { high, labelled_and_high };
 // Where a step's batch statistics come from: the whole batch, or each shard alone (as every GPU
 // of a PyTorch DDP run computes its losses on its own images).
 enum class BatchStats { global, local };
+// How several processes on GPUs exchange device data: NCCL when it loads (auto) or always (nccl),
+// or through host memory and MPI (host). Every choice moves the same bytes: results are identical.
+enum class GpuCollectives { automatic, nccl, host };
 // The DCL losses that train (--mcdl-losses: a comma list of sup, semi, self, or none).
 struct McdlLosses {
   bool sup = true, semi = true, self = true;
@@ -95,6 +98,7 @@ struct TrainConfig {
   // losses on the whole batch (engine/shards.h); unset: off, one graph per step.
   std::optional<int64_t> shards;
   BatchStats batch_stats = BatchStats::global;
+  GpuCollectives gpu_collectives = GpuCollectives::automatic;
   double lr = 0.1;
   double lr_min_factor = 1e-3;         // cosine annealing to lr · factor
   double momentum = 0.9;

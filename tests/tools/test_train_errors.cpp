@@ -74,6 +74,8 @@ TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit")
       {"batch size 0", "folder --data-root " + good.string() + small + " --batch-size 0", {"--batch-size"}},
       {"negative learning rate", "folder --data-root " + good.string() + small + " --lr -0.1", {"--lr"}},
       {"unknown option", "folder --data-root " + good.string() + small + " --epochz 3", {"epochz"}},
+      {"NCCL asked for on the CPU", "folder --data-root " + good.string() + small + " --gpu-collectives nccl",
+       {"--gpu-collectives nccl", "--device cuda"}},
       {"unknown dataset", "imagenet21k" + small, {"imagenet21k", "expected one of"}},
       {"resume of a run by another version", "--resume " + (scratch / "future").string(), {"warp-drive"}},
       {"resume of no run", "--resume " + (scratch / "nothing").string(), {"config.json"}},
