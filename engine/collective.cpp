@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "engine/error.h"
 #include "engine/mpi_plugin_api.h"
+#include "engine/nccl_world.h"
 
 namespace mcdl {
 namespace {
@@ -112,18 +114,40 @@ class MpiWorld final : public Collective {
 
 }  // namespace
 
-int launcher_world_size() {
-  // OpenMPI's mpirun (and OpenMPI under srun), then the PMI of MPICH's launcher and srun --mpi=pmi2.
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    const char* value = std::getenv(name);
-    if (!value || !*value) continue;
-    char* end = nullptr;
-    const long n = std::strtol(value, &end, 10);
-    check(*end == '\0' && n >= 1 && n <= INT_MAX, "the launcher's ", name, " is '", value,
-          "'; expected a process count");
-    return static_cast<int>(n);
-  }
+namespace {
+
+// A number from the launcher's environment, at least `min`: −1 when unset.
+long environment_number(const char* name, long min, const char* expected) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  check(*end == '\0' && n >= min && n <= INT_MAX, "the launcher's ", name, " is '", value, "'; expected ", expected);
+  return n;
+}
+
+// The process count of an MPI launcher: OpenMPI's mpirun (and OpenMPI under srun), then the PMI of
+// MPICH's launcher and srun --mpi=pmi2; 1 without one.
+int mpi_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const long n = environment_number(name, 1, "a process count"); n > 0) return static_cast<int>(n);
   return 1;
+}
+
+// {rank, size} from a launcher that sets only RANK and WORLD_SIZE (torchrun); {0, 1} without one.
+std::pair<int, int> environment_rank_and_size() {
+  const long size = environment_number("WORLD_SIZE", 1, "a process count");
+  const long rank = environment_number("RANK", 0, "a rank");
+  if (size < 0 || rank < 0) return {0, 1};
+  check(rank < size, "the launcher's RANK is ", rank, " but its WORLD_SIZE is ", size);
+  return {static_cast<int>(rank), static_cast<int>(size)};
+}
+
+}  // namespace
+
+int launcher_world_size() {
+  const int mpi = mpi_world_size();
+  return mpi > 1 ? mpi : environment_rank_and_size().second;
 }
 
 std::unique_ptr<Collective> single_process() { return std::make_unique<SingleProcess>(); }
@@ -133,9 +157,10 @@ std::atomic<Collective*> several{nullptr};
 }  // namespace
 
 Collective& world() {
-  static const std::unique_ptr<Collective> instance = [] {
-    const int launched = launcher_world_size();
-    return launched > 1 ? std::unique_ptr<Collective>(std::make_unique<MpiWorld>(launched)) : single_process();
+  static const std::unique_ptr<Collective> instance = []() -> std::unique_ptr<Collective> {
+    if (const int launched = mpi_world_size(); launched > 1) return std::make_unique<MpiWorld>(launched);
+    if (const auto [rank, size] = environment_rank_and_size(); size > 1) return nccl_world(rank, size);
+    return single_process();
   }();
   if (instance->size() > 1) several.store(instance.get());
   return *instance;

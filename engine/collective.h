@@ -49,11 +49,13 @@ class Collective {
   std::unique_ptr<DeviceTransport> device_transport_;
 };
 
-// The number of processes an MPI launcher started (its environment), or 1 when none did.
+// The number of processes a launcher started (its environment): an MPI launcher's, else that of
+// one that sets only RANK and WORLD_SIZE (torchrun); 1 when none did.
 int launcher_world_size();
 
-// This process's world, made on the first call: MPI when launcher_world_size() > 1 (throws, with
-// what to do, when the plugin cannot be loaded or MPI cannot start), else one process.
+// This process's world, made on the first call: MPI under an MPI launcher of several processes
+// (throws, with what to do, when the plugin cannot be loaded or MPI cannot start); NCCL alone under
+// a launcher that sets only RANK and WORLD_SIZE (engine/nccl_world.h); else one process.
 Collective& world();
 
 // The world when world() made one of several processes, else null (what an error handler asks

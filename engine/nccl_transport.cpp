@@ -11,17 +11,17 @@ namespace {
 
 class NcclTransport final : public DeviceTransport {
  public:
-  NcclTransport(std::string name, const cuda::NcclId& id, int rank, int size)
-      : name_(std::move(name)), communicator_(id, rank, size) {}
+  NcclTransport(std::shared_ptr<cuda::NcclCommunicator> communicator, std::string name)
+      : name_(std::move(name)), communicator_(std::move(communicator)) {}
   std::string name() const override { return name_; }
   void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) override {
-    communicator_.all_gather(send, send_bytes, receive, counts);
+    communicator_->all_gather(send, send_bytes, receive, counts);
   }
-  void broadcast(void* data, size_t bytes, int root) override { communicator_.broadcast(data, bytes, root); }
+  void broadcast(void* data, size_t bytes, int root) override { communicator_->broadcast(data, bytes, root); }
 
  private:
   std::string name_;
-  cuda::NcclCommunicator communicator_;
+  std::shared_ptr<cuda::NcclCommunicator> communicator_;
 };
 
 // Every rank's text (empty where it has nothing to say), in rank order.
@@ -55,16 +55,19 @@ std::string agreed_failure(Collective& world, const std::string& mine) {
   return why;
 }
 
-std::string error_of(const std::exception& e) { return e.what(); }
-
 }  // namespace
+
+std::unique_ptr<DeviceTransport> nccl_transport_over(std::shared_ptr<cuda::NcclCommunicator> communicator,
+                                                     std::string name) {
+  return std::make_unique<NcclTransport>(std::move(communicator), std::move(name));
+}
 
 std::unique_ptr<DeviceTransport> make_nccl_transport(Collective& world, std::string& why) {
   std::string name, failure;
   try {
     name = cuda::nccl_description();
   } catch (const std::exception& e) {
-    failure = error_of(e);
+    failure = e.what();
   }
   why = agreed_failure(world, failure);
   if (!why.empty()) return nullptr;
@@ -74,12 +77,12 @@ std::unique_ptr<DeviceTransport> make_nccl_transport(Collective& world, std::str
   if (world.rank() == 0) try {
       id = cuda::nccl_unique_id();
     } catch (const std::exception& e) {
-      failure = error_of(e);
+      failure = e.what();
     }
   why = agreed_failure(world, failure);
   if (!why.empty()) return nullptr;
   world.broadcast(id.bytes, sizeof id.bytes, 0);
-  return std::make_unique<NcclTransport>(name, id, world.rank(), world.size());
+  return nccl_transport_over(std::make_shared<cuda::NcclCommunicator>(id, world.rank(), world.size()), name);
 }
 
 }  // namespace mcdl

@@ -6,8 +6,13 @@
 #include <string>
 
 #include "engine/collective.h"
+#include "kernels/cuda/nccl.h"
 
 namespace mcdl {
+
+// A device transport over a communicator that others may share (the NCCL world's own).
+std::unique_ptr<DeviceTransport> nccl_transport_over(std::shared_ptr<cuda::NcclCommunicator> communicator,
+                                                     std::string name);
 
 // Every rank must call it. When NCCL loads on every rank: the transport (its communicator joined).
 // Otherwise null on every rank, with `why` saying which rank failed and why (every rank gets the

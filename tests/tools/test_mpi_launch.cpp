@@ -52,6 +52,17 @@ TEST_CASE("mpi launch: the launcher's process count is read from its environment
   ::setenv("PMI_SIZE", "4", 1);
   CHECK(mcdl::launcher_world_size() == 4);
   ::unsetenv("PMI_SIZE");
+  // torchrun: RANK and WORLD_SIZE, both needed.
+  ::setenv("WORLD_SIZE", "5", 1);
+  CHECK(mcdl::launcher_world_size() == 1);
+  ::setenv("RANK", "2", 1);
+  CHECK(mcdl::launcher_world_size() == 5);
+  ::setenv("RANK", "5", 1);
+  CHECK_THROWS_WITH(mcdl::launcher_world_size(), doctest::Contains("RANK is 5 but its WORLD_SIZE is 5"));
+  ::setenv("RANK", "-1", 1);
+  CHECK_THROWS_WITH(mcdl::launcher_world_size(), doctest::Contains("RANK is '-1'; expected a rank"));
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
 }
 
 TEST_CASE("mpi launch: each local rank takes its own GPU only where there is one for each") {

@@ -60,14 +60,15 @@ int gpu_for_local_rank(int local_rank, int local_size, int gpus) {
 
 int assign_gpu_to_local_rank() {
   if (std::getenv("CUDA_VISIBLE_DEVICES")) return -1;
-  // OpenMPI, then MPICH's launcher, then Slurm.
+  // OpenMPI, then MPICH's launcher, then Slurm, then torchrun.
   const auto number = [](std::initializer_list<const char*> names) {
     for (const char* name : names)
       if (const char* value = std::getenv(name); value && *value) return std::atoi(value);
     return -1;
   };
-  const int local_rank = number({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
-  const int local_size = number({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"});
+  const int local_rank = number({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"});
+  const int local_size =
+      number({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"});
   // The driver lists one directory per GPU; CUDA itself must not start before the choice.
   int gpus = 0;
   std::error_code ec;
