@@ -188,31 +188,48 @@ int main(int argc, char** argv) {
     auto report_gemm = [&](const char* name, double flops, const std::function<void()>& work) {
       const double ms = time_ms(work);
       std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s\n", name, "bf16", ms, flops / (ms * 1e9));
+      return ms;
+    };
+    // The four products, for the fused ideal: every FLOP of the block at their measured rate.
+    double product_flops = 0, product_ms = 0;
+    auto report_product = [&](const char* name, double flops, const std::function<void()>& work) {
+      product_flops += flops;
+      product_ms += report_gemm(name, flops, work);
     };
     const double t = static_cast<double>(tokens), d = static_cast<double>(width);
     std::printf("\n%-28s %-18s %12s %14s\n", "bf16 frozen block (B = 128)", "", "time", "throughput");
     report_memory_op("layer_norm bf16", act_shape, 2 * act16, [&] { Tensor z = block.norm1.forward_bf16(x16); },
                      copy_gbs);
-    report_gemm("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
+    report_product("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
     // The attention and the whole block with each attention algorithm (EngineSettings::attention):
     // [unfused] two batched cuBLAS products and a softmax kernel, [fused] one WMMA kernel (the
     // default).
     const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
+    // Returns the fused algorithm's time.
     auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
+      double fused_ms = 0;
       for (AttentionAlgorithm algorithm : {AttentionAlgorithm::unfused, AttentionAlgorithm::fused}) {
         const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
-        report_gemm((name + (algorithm == AttentionAlgorithm::fused ? " [fused]" : " [unfused]")).c_str(), flops,
-                    work);
+        fused_ms = report_gemm((name + (algorithm == AttentionAlgorithm::fused ? " [fused]" : " [unfused]")).c_str(),
+                               flops, work);
       }
+      return fused_ms;
     };
     report_attentions("attention", attention_flops, [&] { Tensor z = bf16_attention(qkv, 12); });
-    report_gemm("proj 768->768 + residual", 2 * t * d * d,
+    report_product("proj 768->768 + residual", 2 * t * d * d,
                 [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
-    report_gemm("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
+    report_product("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
     report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
-    report_gemm("fc2 3072->768 + residual", 2 * t * d * 4 * d,
+    report_product("fc2 3072->768 + residual", 2 * t * d * 4 * d,
                 [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
-    report_attentions("whole block", 24 * t * d * d + attention_flops, [&] { Tensor z = block.forward_bf16(x16); });
+    const double block_flops = 24 * t * d * d + attention_flops;
+    const double block_ms =
+        report_attentions("whole block", block_flops, [&] { Tensor z = block.forward_bf16(x16); });
+    // How far the block is from one where the attention and the element-wise passes cost nothing
+    // beyond their FLOPs (fused into the products, at the products' measured rate).
+    const double ideal_ms = block_flops / (product_flops / product_ms);
+    std::printf("%-28s %-18s %9.3f ms (the products' %.1f TFLOP/s on every FLOP); block [fused] %.2fx it\n",
+                "fused ideal", "bf16", ideal_ms, product_flops / (product_ms * 1e9), block_ms / ideal_ms);
     report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
   }
   return 0;

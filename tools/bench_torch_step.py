@@ -3,8 +3,10 @@
 the same device: DINO ViT-B/16 with SimGCD's head, blocks 0-10 frozen, SGD; the workloads of
 tools/bench_step.cpp (forward, simgcd, mcdl), compute only (the views are made once on the
 device). PyTorch runs DINO's model as SimGCD does (the last block on every token), with
-F.scaled_dot_product_attention where it exists (2.0+), in fp32, TF32 and bf16 autocast. Prints one table of images per
-second and the engine's ratio to PyTorch in each precision (above 1: the engine is faster).
+F.scaled_dot_product_attention where it exists (2.0+), in fp32, TF32 and bf16 autocast, eagerly and, for the
+precisions --compile names (default bf16), compiled by torch.compile (the model, so its forwards and their backward;
+compile time is left out by the warm-up). Prints one table of images per second and the engine's ratio to PyTorch
+(eager, and compiled) in each precision (above 1: the engine is faster).
 
 A benchmark aid, never a dependency: without PyTorch it prints the engine's numbers alone.
 
@@ -164,7 +166,7 @@ def mcdl_terms(model, weak_logits, projection, weak1, strong, labels, labelled, 
     return sup + 0.35 * (semi + self_term)
 
 
-def torch_times(args, precision, workloads):
+def torch_times(args, precision, workloads, compiled=False):
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
@@ -182,18 +184,21 @@ def torch_times(args, precision, workloads):
     slots = torch.arange(b - b // 2, device=device)
     banks = Banks(b, classes, 4, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+    # torch.compile wraps the model (parameters shared, so the optimizer above still holds them).
+    run_model = torch.compile(model) if compiled else model
+    run_backbone = torch.compile(model.backbone) if compiled else model.backbone
 
     def forward():
         with torch.no_grad(), autocast:
-            model.backbone(weak1)
+            run_backbone(weak1)
 
     def step(mcdl):
         with autocast:
-            projection, logits = model(both)
+            projection, logits = run_model(both)
             loss = simgcd_loss(projection.float(), logits.float(), labels, labelled)
             if mcdl:
-                loss = loss + mcdl_terms(model, logits.float(), projection.float(), weak1, strong, labels, labelled,
-                                         slots, banks)
+                loss = loss + mcdl_terms(run_model, logits.float(), projection.float(), weak1, strong, labels,
+                                         labelled, slots, banks)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -201,7 +206,8 @@ def torch_times(args, precision, workloads):
     work = {"forward": forward, "simgcd": lambda: step(False), "mcdl": lambda: step(True)}
     results = {}
     for name in workloads:
-        for _ in range(max(args.warmup, 4 if name == "mcdl" else 0)):
+        # MCDL's mixed batch changes size from step to step: compiled, it needs more steps to settle.
+        for _ in range(max(args.warmup, (8 if compiled else 4) if name == "mcdl" else 0)):
             work[name]()
         times = []
         for _ in range(args.iterations):
@@ -245,6 +251,7 @@ def main():
     parser.add_argument("--workloads", default="forward,simgcd,mcdl")
     parser.add_argument("--engine", default="build/bench_step")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads of both sides")
+    parser.add_argument("--compile", default="bf16", help="precisions also timed under torch.compile ('none': no column)")
     args = parser.parse_args()
     if torch is not None:
         torch.set_num_threads(args.threads)
@@ -253,16 +260,24 @@ def main():
     if have_torch:
         where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
         print(f"PyTorch {torch.__version__} on {where}; batch {args.batch}, median of {args.iterations} steps")
-    print(f"{'workload':<10} {'precision':<9} {'engine img/s':>13} {'PyTorch img/s':>14} {'ratio':>6}")
+    compile_precisions = set(args.compile.split(",")) if have_torch and hasattr(torch, "compile") else set()
+    print(f"{'workload':<10} {'precision':<9} {'engine img/s':>13} {'PyTorch img/s':>14} {'ratio':>6} "
+          f"{'compiled img/s':>15} {'ratio':>6}")
+
+    def cell(value, width):
+        return f"{value:{width}.1f}" if value else f"{'-':>{width}}"
+
+    def ratio(e, t):
+        return f"{e / t:6.2f}" if e and t else "     -"
+
     for precision in args.precisions.split(","):
         engine = engine_times(args, precision, workloads)
         reference = torch_times(args, precision, workloads) if have_torch else {}
+        compiled = torch_times(args, precision, workloads, compiled=True) if precision in compile_precisions else {}
         for name in workloads:
-            e, t = engine.get(name), reference.get(name)
-            ratio = f"{e / t:6.2f}" if e and t else "     -"
-            e_text = f"{e:13.1f}" if e else f"{'-':>13}"
-            t_text = f"{t:14.1f}" if t else f"{'-':>14}"
-            print(f"{name:<10} {precision:<9} {e_text} {t_text} {ratio}", flush=True)
+            e, t, c = engine.get(name), reference.get(name), compiled.get(name)
+            print(f"{name:<10} {precision:<9} {cell(e, 13)} {cell(t, 14)} {ratio(e, t)} {cell(c, 15)} {ratio(e, c)}",
+                  flush=True)
 
 
 if __name__ == "__main__":
