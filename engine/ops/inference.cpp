@@ -122,8 +122,14 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3, hd = d / num_heads;
   Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  const bool fused = engine_settings().attention == AttentionAlgorithm::fused &&
+  const AttentionAlgorithm algorithm = engine_settings().attention;
+  const bool fused = algorithm != AttentionAlgorithm::unfused &&
                      cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), hd);
+  if (qkv.device().is_cuda() && fused && algorithm == AttentionAlgorithm::flash) {
+    const ProfileRange range(qkv.device(), "attention_bf16_flash");
+    cuda::attention_bf16_flash(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
+    return context;
+  }
   if (qkv.device().is_cuda() && !fused) {
     Tensor scores = empty({b * num_heads, t, t}, DType::bf16, qkv.device());
     const ProfileRange range(qkv.device(), "attention_bf16_unfused");

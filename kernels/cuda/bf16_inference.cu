@@ -5,6 +5,7 @@
 #include "kernels/cuda/elementwise_launch.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/mma.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/wmma.h"
@@ -277,6 +278,175 @@ void launch_attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
          scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
 }
 
+// ---- The register-resident attention (attention_bf16_flash) ----
+// FlashAttention-2's arrangement on mma.sync (kernels/cuda/mma.h), whose register layout is
+// documented: a warp owns 16 query rows, held as A operands. For each step of 64 keys the scores
+// S = Q·Kᵀ stay in the warp's registers as eight 16×8 accumulators; each row's max and sum are
+// taken across the four lanes that hold it; the numerators P = exp(scale·S − max), rounded to
+// bf16, become the A operand of O += P·V in place; and the output accumulators are rescaled row by
+// row in registers. The block's warps stage the keys (row-major) and the values (transposed, so
+// that a B operand is one 32-bit load) in shared memory together. Nothing goes through shared
+// memory per warp, unlike the WMMA kernel above, whose fragment layout is unknown.
+constexpr int flash_keys = 64;   // keys staged per step: eight 8-key tiles of scores
+constexpr int flash_warps = 4;   // 64 query rows per block
+
+template <int HD>
+struct FlashLayout {
+  static constexpr int ld_k = HD + 8;          // bf16 per staged key row: a lane quad's loads hit 32 banks
+  static constexpr int ld_vt = flash_keys + 8;  // bf16 per staged value column (a row of Vᵀ)
+  static constexpr size_t k_bytes = flash_keys * ld_k * sizeof(bf16);
+  static constexpr size_t bytes = k_bytes + HD * ld_vt * sizeof(bf16);
+};
+
+__device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// qkv [B, T, 3, H, HD] → context [B, T, H, HD]; block x covers head x / query_groups (b·H + h)
+// and its query rows from (x % query_groups)·64 on.
+template <int HD>
+__global__ void __launch_bounds__(32 * flash_warps)
+    attention_bf16_flash_kernel(const bf16* __restrict__ qkv, bf16* __restrict__ context, int64_t tokens,
+                                int64_t heads, int64_t query_groups, float scale_log2) {
+  using Layout = FlashLayout<HD>;
+  constexpr int k_steps = HD / 16, out_tiles = HD / 8, score_tiles = flash_keys / 8, packs = HD / 8;
+  MCDL_DYNAMIC_SHARED(unsigned char, shared);
+  bf16* keys = reinterpret_cast<bf16*>(shared);
+  bf16* values_t = reinterpret_cast<bf16*>(shared + Layout::k_bytes);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int g = lane / 4, t = lane % 4;
+
+  const int64_t head = blockIdx.x / query_groups, b = head / heads, h = head % heads;
+  const int64_t row_stride = 3 * heads * HD;
+  const bf16* q_first = qkv + b * tokens * row_stride + h * HD;
+  const bf16* k_first = q_first + heads * HD;
+  const bf16* v_first = q_first + 2 * heads * HD;
+  const int64_t first_query = (blockIdx.x % query_groups * flash_warps + warp) * 16;
+  const bool active = first_query < tokens;  // the last block's spare warps only help staging
+  const int64_t row_lo = first_query + g, row_hi = first_query + g + 8;
+
+  // Q as A operands, read once (zero rows past the last token).
+  uint32_t q[k_steps][4];
+  MCDL_UNROLL
+  for (int s = 0; s < k_steps; ++s) {
+    const int col = 16 * s + 2 * t;
+    q[s][0] = row_lo < tokens ? load_pair(q_first + row_lo * row_stride + col) : 0u;
+    q[s][1] = row_hi < tokens ? load_pair(q_first + row_hi * row_stride + col) : 0u;
+    q[s][2] = row_lo < tokens ? load_pair(q_first + row_lo * row_stride + col + 8) : 0u;
+    q[s][3] = row_hi < tokens ? load_pair(q_first + row_hi * row_stride + col + 8) : 0u;
+  }
+  float out[out_tiles][4];
+  MCDL_UNROLL
+  for (int n = 0; n < out_tiles; ++n) out[n][0] = out[n][1] = out[n][2] = out[n][3] = 0.0f;
+  // Per row (g, then g + 8): the running max, and this lane's part of the running sum.
+  float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.0f, 0.0f};
+
+  for (int64_t key0 = 0; key0 < tokens; key0 += flash_keys) {
+    const int valid = static_cast<int>(tokens - key0 < flash_keys ? tokens - key0 : flash_keys);
+    __syncthreads();  // every warp is done with the previous keys and values
+    for (int i = static_cast<int>(threadIdx.x); i < flash_keys * packs; i += static_cast<int>(blockDim.x)) {
+      const int r = i / packs, p = i % packs;
+      Bf16x8 k{}, v{};  // zero rows past the last token: no NaN from stale values
+      if (r < valid) {
+        k = reinterpret_cast<const Bf16x8*>(k_first + (key0 + r) * row_stride)[p];
+        v = reinterpret_cast<const Bf16x8*>(v_first + (key0 + r) * row_stride)[p];
+      }
+      reinterpret_cast<Bf16x8*>(keys + r * Layout::ld_k)[p] = k;
+      MCDL_UNROLL
+      for (int e = 0; e < 8; ++e) values_t[(8 * p + e) * Layout::ld_vt + r] = v.v[e];
+    }
+    __syncthreads();
+    if (!active) continue;
+
+    // S = Q·Kᵀ for this step's keys: tile j holds keys 8j..8j+7 (those past `valid` stay −∞).
+    float scores[score_tiles][4];
+    MCDL_UNROLL
+    for (int j = 0; j < score_tiles; ++j) {
+      scores[j][0] = scores[j][1] = scores[j][2] = scores[j][3] = 0.0f;
+      if (8 * j >= valid) continue;
+      const bf16* key_row = keys + (8 * j + g) * Layout::ld_k + 2 * t;
+      MCDL_UNROLL
+      for (int s = 0; s < k_steps; ++s) {
+        const uint32_t kt[2] = {load_pair(key_row + 16 * s), load_pair(key_row + 16 * s + 8)};
+        mma_bf16_16816(scores[j], q[s], kt);
+      }
+    }
+    float step_max[2] = {-INFINITY, -INFINITY};
+    MCDL_UNROLL
+    for (int j = 0; j < score_tiles; ++j)
+      MCDL_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const bool masked = 8 * j + 2 * t + (i & 1) >= valid;
+        scores[j][i] = masked ? -INFINITY : scores[j][i] * scale_log2;
+        step_max[i / 2] = fmaxf(step_max[i / 2], scores[j][i]);
+      }
+    float rescale[2];
+    MCDL_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 1));
+      step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 2));
+      const float new_max = fmaxf(running_max[r], step_max[r]);  // finite: every step has a valid key
+      rescale[r] = exp2f(running_max[r] - new_max);                // 0 at the first step
+      running_max[r] = new_max;
+      running_sum[r] *= rescale[r];
+    }
+    MCDL_UNROLL
+    for (int n = 0; n < out_tiles; ++n) {
+      out[n][0] *= rescale[0];
+      out[n][1] *= rescale[0];
+      out[n][2] *= rescale[1];
+      out[n][3] *= rescale[1];
+    }
+    MCDL_UNROLL
+    for (int j = 0; j < score_tiles; ++j)
+      MCDL_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        scores[j][i] = exp2f(scores[j][i] - running_max[i / 2]);  // 0 where masked
+        running_sum[i / 2] += scores[j][i];
+      }
+    // O += P·V, 16 keys at a time: score tiles 2u and 2u + 1 are the A operand as they lie.
+    MCDL_UNROLL
+    for (int u = 0; u < score_tiles / 2; ++u) {
+      if (16 * u >= valid) continue;
+      const uint32_t p[4] = {pack_bf16x2(scores[2 * u][0], scores[2 * u][1]),
+                             pack_bf16x2(scores[2 * u][2], scores[2 * u][3]),
+                             pack_bf16x2(scores[2 * u + 1][0], scores[2 * u + 1][1]),
+                             pack_bf16x2(scores[2 * u + 1][2], scores[2 * u + 1][3])};
+      MCDL_UNROLL
+      for (int n = 0; n < out_tiles; ++n) {
+        const bf16* value_column = values_t + (8 * n + g) * Layout::ld_vt + 16 * u + 2 * t;
+        const uint32_t v[2] = {load_pair(value_column), load_pair(value_column + 8)};
+        mma_bf16_16816(out[n], p, v);
+      }
+    }
+  }
+  if (!active) return;
+
+  // context = O / sum, each lane's two columns of each tile as one 32-bit store.
+  MCDL_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    running_sum[r] += __shfl_xor_sync(full_warp, running_sum[r], 1);
+    running_sum[r] += __shfl_xor_sync(full_warp, running_sum[r], 2);
+  }
+  MCDL_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = r == 0 ? row_lo : row_hi;
+    if (row >= tokens) continue;
+    const float inverse = 1.0f / running_sum[r];
+    bf16* target = context + ((b * tokens + row) * heads + h) * HD + 2 * t;
+    MCDL_UNROLL
+    for (int n = 0; n < out_tiles; ++n)
+      *reinterpret_cast<uint32_t*>(target + 8 * n) = pack_bf16x2(out[n][2 * r] * inverse, out[n][2 * r + 1] * inverse);
+  }
+}
+
+template <int HD>
+void launch_attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                                 float scale) {
+  const int64_t query_groups = (tokens + 16 * flash_warps - 1) / (16 * flash_warps);
+  launch(attention_bf16_flash_kernel<HD>, dim3(static_cast<unsigned>(batch * heads * query_groups)),
+         dim3(32 * flash_warps), FlashLayout<HD>::bytes, engine_stream(), qkv, context, tokens, heads, query_groups,
+         scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+}
+
 __global__ void add_rows_bf16_kernel(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {
   for (int64_t i = grid_index(); i < rows * cols; i += grid_stride()) y[i] = bf16(value_of(y[i]) + value_of(bias[i % cols]));
 }
@@ -325,6 +495,24 @@ void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t token
       return launch_attention_bf16<48>(qkv, context, batch, tokens, heads, scale);
     default:
       return launch_attention_bf16<64>(qkv, context, batch, tokens, heads, scale);
+  }
+}
+
+void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                          int64_t head_dim, float scale) {
+  if (!attention_bf16_fuses(qkv, context, head_dim))
+    throw std::invalid_argument("attention_bf16_flash: takes a head size of 16, 32, 48 or 64 and 16-byte aligned "
+                                "buffers, got head_dim " + std::to_string(head_dim));
+  if (batch * heads == 0 || tokens == 0) return;
+  switch (head_dim) {
+    case 16:
+      return launch_attention_bf16_flash<16>(qkv, context, batch, tokens, heads, scale);
+    case 32:
+      return launch_attention_bf16_flash<32>(qkv, context, batch, tokens, heads, scale);
+    case 48:
+      return launch_attention_bf16_flash<48>(qkv, context, batch, tokens, heads, scale);
+    default:
+      return launch_attention_bf16_flash<64>(qkv, context, batch, tokens, heads, scale);
   }
 }
 

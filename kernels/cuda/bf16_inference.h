@@ -29,6 +29,11 @@ void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t token
 // head_dim 16, 32, 48 or 64 (the accumulators of a warp's 16 rows stay in registers) and both
 // buffers 16-byte aligned.
 bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim);
+// The same in FlashAttention-2's arrangement on mma.sync (scores, softmax and numerators in
+// registers; kernels/cuda/bf16_inference.cu), for what attention_bf16_fuses accepts: the same
+// roundings as the fused kernel, with sums in another order.
+void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                          int64_t head_dim, float scale);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
 // the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)
 // and the probabilities normalised before their rounding.

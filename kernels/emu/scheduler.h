@@ -356,7 +356,7 @@ class Scheduler {
       if (op.kind == WaitKind::shuffle) {
         // Reading a lane that does not take part (outside the mask, or past the block's last
         // thread) is undefined in CUDA: the lane gets all-one bits (NaN for floating point).
-        const unsigned source = shuffle_source(op, lane);
+        const unsigned source = shuffle_source(thread.op, lane);  // each lane's own source lane or delta
         thread.result = members >> source & 1u ? threads_[base + source].op.value : ~uint64_t{0};
       }
       thread.status = Status::runnable;

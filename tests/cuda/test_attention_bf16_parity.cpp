@@ -4,6 +4,7 @@
 // sizes the fused kernel does not take. Which path ran is read from the profiler ranges.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -81,6 +82,101 @@ TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the r
   check_cuda_forward_parity("fused bf16_attention, rising scores",
                             [](auto& x) { return attention(x[0] * x[1], 2); },
                             {random_qkv(2, tokens, 2, 32, 7), scale}, fused_atol(6), fused_rtol);
+}
+
+TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at T = 5 to 197, head sizes 16 to 64") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  const ScopedEngineSettings flash(&EngineSettings::attention, AttentionAlgorithm::flash);
+  struct Case {
+    int64_t batch, tokens, heads, head_dim;
+  };
+  // T = 70: a second step of 64 keys with 6 valid; T = 130 and 197: three and four steps, queries
+  // past the last token in the last warp; T = 5: a single partial tile of keys and of queries.
+  const Case cases[] = {{2, 5, 2, 32}, {1, 17, 2, 64}, {2, 70, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
+  uint64_t seed = 200;
+  for (const Case& c : cases) {
+    const std::string name = "flash bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
+                             " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
+    const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed);
+    check_path(qkv, c.heads, "attention_bf16_flash");
+    check_cuda_forward_parity(name, [&](auto& x) { return attention(x[0], c.heads); }, {qkv}, fused_atol(2),
+                              fused_rtol);
+  }
+  // Rising scores: every step of keys raises the running max, so the accumulators are rescaled.
+  const int64_t tokens = 197;
+  std::vector<float> ramp;
+  for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
+  check_cuda_forward_parity("flash bf16_attention, rising scores", [](auto& x) { return attention(x[0] * x[1], 2); },
+                            {random_qkv(2, tokens, 2, 32, 8), from_vector(ramp, {1, tokens, 1})}, fused_atol(6),
+                            fused_rtol);
+  // Head size 8 falls back to the unfused path, as with the fused kernel.
+  check_path(random_qkv(1, 9, 2, 8, 9), 2, "attention_bf16_unfused");
+}
+
+namespace {
+
+// The attention of the CPU reference's roundings without its bf16 products (which need oneDNN,
+// and so AVX-512): fp32 scores and softmax, numerators rounded to bf16 for the product with v,
+// divided by the sum of the unrounded numerators. qkv [B, T, 3·H·hd] already bf16-valued.
+std::vector<float> host_attention(const Tensor& qkv, int64_t heads) {
+  const std::vector<float> x = qkv.to_vector<float>();
+  const int64_t b_count = qkv.size(0), t_count = qkv.size(1), d = qkv.size(2) / 3, hd = d / heads;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::vector<float> out(static_cast<size_t>(b_count * t_count * d));
+  const auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h, int64_t e) {
+    return x[static_cast<size_t>((b * t_count + t) * 3 * d + part * d + h * hd + e)];
+  };
+  for (int64_t b = 0; b < b_count; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < t_count; ++i) {
+        std::vector<float> scores(static_cast<size_t>(t_count));
+        float top = -INFINITY;
+        for (int64_t j = 0; j < t_count; ++j) {
+          float s = 0;
+          for (int64_t e = 0; e < hd; ++e) s += at(b, i, 0, h, e) * at(b, j, 1, h, e);
+          scores[static_cast<size_t>(j)] = s * scale;
+          top = std::max(top, s * scale);
+        }
+        float sum = 0;
+        std::vector<float> numerators(static_cast<size_t>(t_count));
+        for (int64_t j = 0; j < t_count; ++j) {
+          const float p = std::exp(scores[static_cast<size_t>(j)] - top);
+          sum += p;
+          numerators[static_cast<size_t>(j)] = static_cast<float>(bf16(p));
+        }
+        for (int64_t e = 0; e < hd; ++e) {
+          float o = 0;
+          for (int64_t j = 0; j < t_count; ++j) o += numerators[static_cast<size_t>(j)] * at(b, j, 2, h, e);
+          out[static_cast<size_t>((b * t_count + i) * d + h * hd + e)] = static_cast<float>(bf16(o / sum));
+        }
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 attention: the flash and fused kernels against a host reference without oneDNN") {
+  struct Case {
+    int64_t batch, tokens, heads, head_dim;
+  };
+  const Case cases[] = {{2, 5, 2, 32}, {1, 70, 1, 48}, {1, 130, 2, 16}, {1, 197, 2, 64}};
+  uint64_t seed = 300;
+  for (const Case& c : cases)
+    for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused}) {
+      CAPTURE(c.tokens);
+      CAPTURE(c.head_dim);
+      CAPTURE(algorithm == AttentionAlgorithm::flash);
+      const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
+      const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed).to(DType::bf16).to(DType::f32);
+      const std::vector<float> expected = host_attention(qkv, c.heads);
+      const std::vector<float> got =
+          bf16_attention(qkv.to(DType::bf16).to(Device::cuda()), c.heads).to(DType::f32).to_vector<float>();
+      REQUIRE(got.size() == expected.size());
+      double worst = 0;  // the largest excess over the tolerance
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(got[i] - expected[i]) - (fused_atol(2) + fused_rtol * std::abs(expected[i])));
+      CHECK(worst <= 0);
+    }
 }
 
 TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {

@@ -79,15 +79,17 @@ __global__ void half_warp_shuffle(float* y) {
 // Every lane calls a shuffle whose mask names lane 0 only.
 __global__ void lane_outside_mask(float* y) { y[threadIdx.x] = __shfl_sync(1u, y[threadIdx.x], 0); }
 
-// Five shuffles of the thread index per thread, all with the given width.
+// Six shuffles of the thread index per thread, all with the given width; the last one reads a
+// source lane that differs from lane to lane.
 __global__ void shuffle_patterns(int* out, int width) {
   const int t = threadIdx.x;
-  int* o = out + 5 * t;
+  int* o = out + 6 * t;
   o[0] = __shfl_sync(full_mask, t, 3, width);
   o[1] = __shfl_up_sync(full_mask, t, 2, width);
   o[2] = __shfl_down_sync(full_mask, t, 2, width);
   o[3] = __shfl_xor_sync(full_mask, t, 1, width);
   o[4] = __shfl_xor_sync(full_mask, t, width, width);
+  o[5] = __shfl_sync(full_mask, t, (t % 32 * 7 + 3) % 32, width);
 }
 
 // For a block of 40 threads (the second warp has 8 lanes): sums of x over groups of 8 lanes, and

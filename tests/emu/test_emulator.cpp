@@ -148,11 +148,11 @@ TEST_CASE("emu: divergent barriers and warp operations that can never complete t
   CHECK(sum == std::accumulate(x.begin(), x.end(), 0.0f));
 }
 
-TEST_CASE("emu: shuffles honour width: segments, sources outside the segment, xor into earlier segments") {
+TEST_CASE("emu: shuffles honour width: segments, sources outside the segment, xor into earlier segments, a source per lane") {
   for (int width : {1, 2, 4, 8, 16, 32}) {
     for_each_thread_order([&](ThreadOrder order) {
       INFO("order " << to_string(order) << ", width " << width);
-      std::vector<int> out(64 * 5, -1);
+      std::vector<int> out(64 * 6, -1);
       kernels::launch_shuffle_patterns(out.data(), width);
       for (int t = 0; t < 64; ++t) {
         const int lane = t % 32, base = t - lane, segment = lane / width * width;
@@ -161,11 +161,12 @@ TEST_CASE("emu: shuffles honour width: segments, sources outside the segment, xo
           const int source = lane ^ (lane_mask & 31);
           return source / width <= lane / width ? base + source : t;
         };
-        const int expected[5] = {base + segment + 3 % width, lane % width >= 2 ? t - 2 : t,
-                                 lane % width + 2 < width ? t + 2 : t, xor_source(1), xor_source(width)};
-        for (int k = 0; k < 5; ++k) {
+        const int expected[6] = {base + segment + 3 % width, lane % width >= 2 ? t - 2 : t,
+                                 lane % width + 2 < width ? t + 2 : t, xor_source(1), xor_source(width),
+                                 base + segment + (lane * 7 + 3) % 32 % width};
+        for (int k = 0; k < 6; ++k) {
           INFO("thread " << t << ", shuffle " << k);
-          CHECK(out[static_cast<size_t>(5 * t + k)] == expected[k]);
+          CHECK(out[static_cast<size_t>(6 * t + k)] == expected[k]);
         }
       }
     });

@@ -1,0 +1,60 @@
+// One warp's tensor-core product in the register layout the PTX ISA documents (section "Matrix
+// Fragments for mma.m16n8k16 with floating point type"), for kernel sources. Unlike WMMA's
+// fragments, whose layout CUDA leaves unspecified (and the emulator scrambles), a kernel may rely
+// on this one: rescale an accumulator's rows in registers, or turn accumulators into the next
+// product's A operand.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+#include "kernels/cuda/cuda_common.h"
+
+namespace mcdl::cuda {
+
+// Two bf16 in one 32-bit register, `low` in the low half (the lower row or column of a pair).
+__device__ __forceinline__ uint32_t pack_bf16x2(float low, float high) {
+  return static_cast<uint32_t>(bf16(low).bits) | (static_cast<uint32_t>(bf16(high).bits) << 16);
+}
+__device__ __forceinline__ float bf16_low(uint32_t pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
+
+// c += A·B for A 16×16 and B 16×8 (bf16), c 16×8 (fp32). With g = lane / 4 and t = lane % 4:
+//   a[0] = A[g][2t, 2t+1]      a[1] = A[g+8][2t, 2t+1]    a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
+//   b[0] = B[2t, 2t+1][g]      b[1] = B[2t+8, 2t+9][g]
+//   c[0], c[1] = C[g][2t, 2t+1]                            c[2], c[3] = C[g+8][2t, 2t+1]
+// On the GPU the mma.sync instruction (sm_80 and newer). In the emulator each lane gathers the two
+// rows of A and the two columns of B it needs from the others by shuffles, and adds the products to
+// c in fp32, k in order (a product of two bf16 values is exact in fp32).
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__)
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif !defined(__CUDACC__)
+  constexpr unsigned all = 0xffffffffu;
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  // rows[h][k]: A[g + 8h][k]; columns[n][k]: B[k][2t + n].
+  float rows[2][16], columns[2][16];
+  for (int reg = 0; reg < 4; ++reg)
+    for (int from = 0; from < 4; ++from) {
+      const uint32_t pair = __shfl_sync(all, a[reg], 4 * g + from);
+      const int h = reg % 2, k = 2 * from + (reg / 2) * 8;
+      rows[h][k] = bf16_low(pair);
+      rows[h][k + 1] = bf16_high(pair);
+    }
+  for (int reg = 0; reg < 2; ++reg)
+    for (int n = 0; n < 2; ++n)
+      for (int from = 0; from < 4; ++from) {
+        const uint32_t pair = __shfl_sync(all, b[reg], 4 * (2 * t + n) + from);
+        const int k = 2 * from + reg * 8;
+        columns[n][k] = bf16_low(pair);
+        columns[n][k + 1] = bf16_high(pair);
+      }
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 16; ++k) c[i] += rows[i / 2][k] * columns[i % 2][k];
+#endif
+}
+
+}  // namespace mcdl::cuda

@@ -1,0 +1,41 @@
+// The emulated mma.sync of kernels/cuda/mma.h against a plain product, with fragments loaded by the
+// PTX ISA's layout formulas (tests/emu/emu_mma_kernels.cu), in every thread order.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+
+#include "kernels/bf16.h"
+#include "kernels/emu/thread_order.h"
+
+namespace mcdl::emu_selftest {
+void launch_mma_tile(const bf16* a, const bf16* b, float* c);
+}  // namespace mcdl::emu_selftest
+
+using mcdl::bf16;
+
+TEST_CASE("emulator: mma.sync m16n8k16 follows the PTX ISA's fragment layout") {
+  mcdl::emu::for_each_thread_order([](mcdl::emu::ThreadOrder) {
+    std::array<bf16, 16 * 16> a;
+    std::array<bf16, 16 * 8> b;
+    std::array<float, 16 * 8> c, expected;
+    uint32_t seed = 7;
+    const auto small = [&seed] {  // multiples of 1/8 in [-2, 2): every product and sum exact
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<float>(static_cast<int>(seed >> 27) - 16) / 8.0f;
+    };
+    for (bf16& x : a) x = bf16(small());
+    for (bf16& x : b) x = bf16(small());
+    for (float& x : c) x = small();
+    for (int r = 0; r < 16; ++r)
+      for (int n = 0; n < 8; ++n) {
+        float sum = c[static_cast<size_t>(r * 8 + n)];
+        for (int k = 0; k < 16; ++k)
+          sum += static_cast<float>(a[static_cast<size_t>(r * 16 + k)]) * static_cast<float>(b[static_cast<size_t>(k * 8 + n)]);
+        expected[static_cast<size_t>(r * 8 + n)] = sum;
+      }
+    mcdl::emu_selftest::launch_mma_tile(a.data(), b.data(), c.data());
+    for (size_t i = 0; i < c.size(); ++i) if (c[i] != expected[i]) { MESSAGE("at ", i / 8, ",", i % 8, ": ", c[i], " vs ", expected[i]); break; }
+    CHECK(c == expected);
+  });
+}
