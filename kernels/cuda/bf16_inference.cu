@@ -15,7 +15,57 @@ namespace {
 
 __device__ __forceinline__ float value_of(bf16 v) { return static_cast<float>(v); }
 
-// A warp per row (rows of the ViT: 768 or 197 elements), the row read from L1 on its later passes.
+// Eight bf16 values that load and store as one 16-byte access.
+struct alignas(16) Bf16x8 {
+  bf16 v[8];
+};
+
+// A warp per row of d = 8·packs elements (16-byte aligned rows), read once in packs of eight into
+// registers, up to MaxPacks packs per lane (768 elements: three): mean and variance from the
+// registers (two passes, no cancellation), then the row written in packs.
+template <int MaxPacks>
+__global__ void layer_norm_bf16_packed_kernel(const bf16* x, const float* gamma, const float* beta, bf16* y,
+                                              int64_t rows, int64_t d, float eps) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t packs = d / 8;
+  for (int64_t r = warp_row_first(); r < rows; r += warp_row_stride()) {
+    const Bf16x8* xr = reinterpret_cast<const Bf16x8*>(x + r * d);
+    float v[MaxPacks][8];
+    float sum = 0;
+    MCDL_UNROLL
+    for (int i = 0; i < MaxPacks; ++i) {
+      const int64_t p = lane + 32 * i;
+      if (p >= packs) break;
+      const Bf16x8 pack = xr[p];
+      MCDL_UNROLL
+      for (int e = 0; e < 8; ++e) {
+        v[i][e] = value_of(pack.v[e]);
+        sum += v[i][e];
+      }
+    }
+    const float mean = warp_all_sum(sum) / static_cast<float>(d);
+    float squares = 0;
+    MCDL_UNROLL
+    for (int i = 0; i < MaxPacks; ++i) {
+      if (lane + 32 * i >= packs) break;
+      MCDL_UNROLL
+      for (int e = 0; e < 8; ++e) squares += (v[i][e] - mean) * (v[i][e] - mean);
+    }
+    const float rstd = 1.0f / sqrtf(warp_all_sum(squares) / static_cast<float>(d) + eps);
+    MCDL_UNROLL
+    for (int i = 0; i < MaxPacks; ++i) {
+      const int64_t p = lane + 32 * i;
+      if (p >= packs) break;
+      Bf16x8 out;
+      MCDL_UNROLL
+      for (int e = 0; e < 8; ++e) out.v[e] = bf16((v[i][e] - mean) * rstd * gamma[8 * p + e] + beta[8 * p + e]);
+      reinterpret_cast<Bf16x8*>(y + r * d)[p] = out;
+    }
+  }
+}
+constexpr int64_t layer_norm_max_packs = 4;  // rows of up to 1,024 elements go in registers
+
+// Any other row: a warp per row, elements one by one, the row read from L1 on its later passes.
 __global__ void layer_norm_bf16_kernel(const bf16* x, const float* gamma, const float* beta, bf16* y, int64_t rows,
                                        int64_t d, float eps) {
   const int64_t lane = threadIdx.x % 32;
@@ -35,10 +85,6 @@ __global__ void layer_norm_bf16_kernel(const bf16* x, const float* gamma, const 
   }
 }
 
-// Eight bf16 values that load and store as one 16-byte access.
-struct alignas(16) Bf16x8 {
-  bf16 v[8];
-};
 
 __device__ __forceinline__ bf16 gelu_of(bf16 x) {
   const float v = value_of(x);
@@ -462,7 +508,13 @@ dim3 bf16_rows_grid(int64_t rows) {
 
 void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16* y, int64_t rows, int64_t d,
                      float eps) {
-  if (rows > 0 && d > 0)
+  if (rows <= 0 || d <= 0) return;
+  const bool packed = d % 8 == 0 && d / 8 <= 32 * layer_norm_max_packs && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (packed)
+    launch(layer_norm_bf16_packed_kernel<layer_norm_max_packs>, bf16_rows_grid(rows), bf16_rows_block(), 0,
+           engine_stream(), x, gamma, beta, y, rows, d, eps);
+  else
     launch(layer_norm_bf16_kernel, bf16_rows_grid(rows), bf16_rows_block(), 0, engine_stream(), x, gamma, beta, y,
            rows, d, eps);
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -29,6 +30,20 @@ Tensor as_f32(const Tensor& x) { return x.to(DType::f32); }
 constexpr double device_tolerance = 1.6e-2;
 
 }  // namespace
+
+TEST_CASE("cuda parity: bf16 layer norm, rows in registers (up to 1,024 elements, a multiple of 8) or not") {
+  // 768 and 384: three and one and a half packs of eight per lane; 1,024: four; 1,004 and 2,048
+  // take the element-wise kernel. The CPU reference needs no bf16 product, so this runs anywhere.
+  uint64_t seed = 40;
+  for (int64_t d : {768, 384, 1024, 1004, 2048}) {
+    seed += 3;
+    check_cuda_forward_parity(
+        "bf16_layer_norm d=" + std::to_string(d),
+        [](auto& x) { return as_f32(bf16_layer_norm(as_bf16(x[0]), x[1], x[2], 1e-6)); },
+        {random_f32({37, d}, seed, -3, 5), random_f32({d}, seed + 1), random_f32({d}, seed + 2)}, device_tolerance,
+        device_tolerance);
+  }
+}
 
 TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the residual)") {
   if (!testing::cpu_runs_bf16_products()) return;
