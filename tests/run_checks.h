@@ -59,10 +59,13 @@ inline std::map<std::string, std::vector<std::string>> metrics_columns(const std
 }
 
 // A metrics.csv line (header or row) without the timing columns that end it (train_seconds,
-// eval_seconds, seconds), which differ from run to run.
+// eval_seconds, eval_features_seconds, eval_cluster_seconds, eval_report_seconds, seconds), which
+// differ from run to run.
 inline std::string without_timing(const std::string& line) {
+  constexpr int timing_columns = 6;
   size_t end = line.size();
-  for (int column = 0; column < 3 && end != std::string::npos && end > 0; ++column) end = line.rfind(',', end - 1);
+  for (int column = 0; column < timing_columns && end != std::string::npos && end > 0; ++column)
+    end = line.rfind(',', end - 1);
   return line.substr(0, end);
 }
 

@@ -8,13 +8,14 @@
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
 # stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo pairs mpi sanitize (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo demo-jobs pairs mpi sanitize
+#                                    (default: all, in this order)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench demo pairs mpi sanitize}
+STAGES=${*:-step epoch fidelity test bench demo demo-jobs pairs mpi sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -47,7 +48,7 @@ wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch
 epoch_run() {
   ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
     --precision "$1" --progress false --eval-on unlabelled --out "/tmp/run-$1" &&
-    for column in train_seconds eval_seconds seconds; do
+    for column in train_seconds eval_seconds eval_features_seconds eval_cluster_seconds eval_report_seconds seconds; do
       echo "$column per epoch ($1): $(cut -d, -f"$(head -1 "/tmp/run-$1/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "/tmp/run-$1/metrics.csv" | tail -n +2 | tr '\n' ' ')"
     done &&
     du -sh "/tmp/run-$1/checkpoints"
@@ -89,6 +90,25 @@ if wants demo; then
       DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
   done
 fi
+# How many of the demo's small runs the GPU sustains side by side (make demo runs one at a time on a
+# GPU): four SimGCD seeds at 1, 2 and 4 runs at a time, each one's wall time, and whether the
+# table is the same at every count (it must be: each run is a process of its own, and its kernels
+# give the same bits whatever runs beside them).
+demo_jobs() {
+  for jobs in 1 2 4; do
+    local start=$SECONDS
+    DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd DEMO_OUT="/tmp/demo-jobs-$jobs" \
+      tools/demo.sh > "/tmp/demo-jobs-$jobs.txt" 2>&1 || { cat "/tmp/demo-jobs-$jobs.txt"; return 1; }
+    echo "DEMO_JOBS=$jobs: $((SECONDS - start)) s for 4 SimGCD runs"
+    sed -n '/in all\./,$p' "/tmp/demo-jobs-$jobs.txt" | tail -n +2 > "/tmp/demo-jobs-$jobs.table"
+  done
+  cat /tmp/demo-jobs-1.table
+  for jobs in 2 4; do
+    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$jobs.table" && echo "table at $jobs: the same" ||
+      echo "table at $jobs: DIFFERENT"
+  done
+}
+wants demo-jobs && stage demo-jobs demo_jobs
 # The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
 # rows) on the GPU while the CPU cores run its validation study beside it (seeds 1-5 of SimGCD,
 # robust and robust with the class cap, one single-threaded run per core), each bounded.

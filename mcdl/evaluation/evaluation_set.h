@@ -4,8 +4,9 @@
 //
 // The frozen part of the backbone and the test transform never change during a run, so the
 // tokens after the frozen blocks are computed once and reused every epoch (exact: the same
-// numbers as a full forward pass). They are kept in host memory when they fit the budget and
-// recomputed from the images otherwise.
+// numbers as a full forward pass). They are kept on the host, in bf16 where that holds them
+// exactly (--precision bf16), in memory when they fit the budget and in a mapped file otherwise;
+// each epoch uploads them batch by batch.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -61,10 +62,11 @@ class EvaluationSet {
   Tensor cached_batch(size_t batch) const;
   bool spill_to_file(const std::vector<Tensor>& tokens);
 
-  std::vector<Tensor> frozen_tokens_;  // per batch, host f32, when cached in memory
+  std::vector<Tensor> frozen_tokens_;  // per batch, on the host (bf16 or f32), when cached in memory
   struct FileBatch {
     int64_t offset;
     Shape shape;
+    DType dtype;
   };
   std::vector<FileBatch> file_batches_;  // per batch, when cached in the mapped file
   char* mapped_ = nullptr;

@@ -157,6 +157,7 @@ RunSummary run_pretraining(const PretrainConfig& config) {
     std::printf("epoch %lld/%lld  loss %.4f  lr %.6f  %.1f s\n", static_cast<long long>(epoch + 1),
                 static_cast<long long>(config.epochs), metric_value(row, "loss"), metric_value(row, "lr"), seconds_since(epoch_start));
     std::fflush(stdout);
+    return EvalPhases{};  // nothing scored
   };
   return run_epochs(
       {.epochs = config.epochs, .lr_at = [&](int64_t epoch) { return schedule.lr_at(epoch); }, .device = device},

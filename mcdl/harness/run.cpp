@@ -60,6 +60,11 @@ class GpuLink {
   GpuLink(Collective& world, GpuCollectives choice, Device device) : world_(world) {
     check(choice != GpuCollectives::nccl || device.is_cuda(), "--gpu-collectives nccl: this run is on the CPU, and ",
           "NCCL moves GPU memory only; pass --device cuda, or leave --gpu-collectives at auto");
+    if (world.device_transport()) {  // the NCCL world (no MPI) carries everything on the GPUs already
+      check(choice != GpuCollectives::host, "--gpu-collectives host sends GPU data through MPI, but these ",
+            "processes were started without it (RANK and WORLD_SIZE only); start them with mpirun, or drop the option");
+      return;
+    }
     if (world.size() == 1 || !device.is_cuda() || choice == GpuCollectives::host) return;
     std::string why;
     std::unique_ptr<DeviceTransport> transport = make_nccl_transport(world, why);
@@ -74,13 +79,17 @@ class GpuLink {
     if (world.rank() == 0)
       std::fprintf(stderr, "collectives: MPI between the processes, %s between the GPUs\n", transport->name().c_str());
     world.set_device_transport(std::move(transport));
+    linked_ = true;
   }
-  ~GpuLink() { world_.set_device_transport(nullptr); }
+  ~GpuLink() {
+    if (linked_) world_.set_device_transport(nullptr);
+  }
   GpuLink(const GpuLink&) = delete;
   GpuLink& operator=(const GpuLink&) = delete;
 
  private:
   Collective& world_;
+  bool linked_ = false;  // this link set the world's transport (and takes it away at the end)
 };
 
 void append_missing(MetricsRow& row, const std::vector<std::string>& names) {
@@ -100,10 +109,11 @@ class Run {
                                  double mcdl_weight);
   std::vector<Tensor> local_step_terms(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch,
                                        double mcdl_weight);
-  void finish_epoch(int64_t epoch, MetricsRow& row, bool final);
+  EvalPhases finish_epoch(int64_t epoch, MetricsRow& row, bool final);
   // The scores of an epoch: the method's, MCDL's buckets and the validation columns (NaN where
-  // the method did not predict); returns the summary line's part.
-  std::string score(int64_t epoch, bool final, MetricsRow& row);
+  // the method did not predict); returns the summary line's part, and in `phases` where the
+  // method's scoring went.
+  std::string score(int64_t epoch, bool final, MetricsRow& row, EvalPhases& phases);
   std::string append_validation(MetricsRow& row, const std::optional<EpochPredictions>& predictions) const;
   std::vector<std::string> loss_names() const;
   void save_checkpoint(int64_t epochs_completed);
@@ -165,7 +175,7 @@ RunSummary Run::run() {
   RunSummary summary = run_epochs(
       training_epoch_loop(config_, device_, run_), trained_->optimizer(), progress_,
       {[this](int64_t epoch, MetricsRow& row) { return train_epoch(epoch, row); },
-       [this](int64_t epoch, MetricsRow& row, bool final) { finish_epoch(epoch, row, final); },
+       [this](int64_t epoch, MetricsRow& row, bool final) { return finish_epoch(epoch, row, final); },
        [this](int64_t epochs_completed) { save_checkpoint(epochs_completed); }});
   checkpoints_.wait();  // the last checkpoint is on disk before the run reports it is done
   summary.accuracy = last_accuracy_;
@@ -179,6 +189,7 @@ RunSummary Run::score_once() {
   const EpochScore score = method_->score(0, true, row);
   const std::string validation = append_validation(row, score.predictions);
   method_->append_closing_columns(row);
+  append_eval_seconds(row, seconds_since(start), score.phases);  // all of it is evaluation
   row.push_back({"seconds", seconds_since(start)});
   run_.append_metrics(row);
   std::printf("%s%s\n", score.line.c_str(), validation.c_str());
@@ -274,17 +285,20 @@ std::vector<Tensor> Run::local_step_terms(const LoadedBatch& batch, const BatchL
   return sums;
 }
 
-void Run::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
-  const std::string scores = score(epoch, final, row);
+EvalPhases Run::finish_epoch(int64_t epoch, MetricsRow& row, bool final) {
+  EvalPhases phases;
+  const std::string scores = score(epoch, final, row, phases);
   // The summary line: every loss term, lr, accuracies, buckets and the validation signal.
   std::printf("epoch %lld/%lld  %s  lr %.5f%s\n", static_cast<long long>(epoch + 1),
               static_cast<long long>(config_.epochs), loss_summary(row, loss_names()).c_str(),
               metric_value(row, "lr"), scores.c_str());
   std::fflush(stdout);
+  return phases;
 }
 
-std::string Run::score(int64_t epoch, bool final, MetricsRow& row) {
+std::string Run::score(int64_t epoch, bool final, MetricsRow& row, EvalPhases& phases) {
   const EpochScore score = method_->score(epoch, final, row);
+  phases = score.phases;
   if (score.accuracy) last_accuracy_ = *score.accuracy;
   if (score.test_accuracy) last_test_accuracy_ = *score.test_accuracy;
   std::string line = score.line;

@@ -20,6 +20,7 @@
 #include "mcdl/run/epoch_plan.h"
 #include "mcdl/run/run_directory.h"
 #include "mcdl/run/run_progress.h"
+#include "mcdl/run/timing.h"
 #include "mcdl/run/train_config.h"
 #include "mcdl/run/training_data.h"
 
@@ -63,6 +64,7 @@ struct EpochScore {
   std::string line;  // the summary line's part ("  All 61.9 Old 70.1 New 57.8  test ...")
   std::optional<EpochPredictions> predictions;  // when the method predicted this epoch
   std::optional<ClusterAccuracy> accuracy, test_accuracy;  // when scored
+  EvalPhases phases;  // where the scoring's time went (mcdl/run/timing.h)
 };
 
 class TrainedMethod;

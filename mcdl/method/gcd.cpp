@@ -122,14 +122,16 @@ std::vector<std::string> Gcd::score_columns() const {
 // With MCDL's classifier every epoch refits it, and its clusters are the epoch's predictions.
 EpochScore Gcd::score(int64_t, bool final, MetricsRow& row) {
   EpochScore score;
-  const Tensor image_features = final || classifier_ ? features() : Tensor();
+  const Tensor image_features =
+      final || classifier_ ? timed(score.phases.features_seconds, [&] { return features(); }) : Tensor();
   if (final) {
     cluster(image_features, row, score);
   } else {
     for (const std::string& name : score_columns()) row.push_back({name, std::nan("")});
   }
   if (classifier_) {
-    const std::vector<int64_t> all = classifier_->fit(image_features);
+    const std::vector<int64_t> all =
+        timed(score.phases.cluster_seconds, [&] { return classifier_->fit(image_features); });
     const size_t num_unlabelled = context_.data.unlabelled.size();
     EpochPredictions predictions;
     predictions.predictions.assign(all.end() - static_cast<std::ptrdiff_t>(num_unlabelled), all.end());
@@ -151,24 +153,33 @@ Tensor Gcd::features() {
 void Gcd::cluster(const Tensor& features, MetricsRow& row, EpochScore& score) {
   const ProfileRange range(context_.device, "evaluation");
   const TrainingData& data = context_.data;
+  double& cluster_seconds = score.phases.cluster_seconds;
   std::vector<int64_t> rows, classes;
   labelled_rows(data, rows, classes);
   const KMeansOptions options = clustering_options(context_.config, context_.clusters);
-  const KMeansResult result = semi_supervised_kmeans(features.to(context_.device), rows, classes, options);
+  const KMeansResult result = timed(cluster_seconds, [&] {
+    return semi_supervised_kmeans(features.to(context_.device), rows, classes, options);
+  });
   const std::vector<int64_t> predictions(result.assignment.begin() + static_cast<std::ptrdiff_t>(rows.size()),
                                          result.assignment.end());
 
   const std::vector<int64_t> truth = data.unlabelled_labels();
-  score.accuracy = append_accuracy(row, known_labels(truth, predictions, data.unlabelled_is_old()),
-                                   data.dataset.balanced_accuracy);
+  score.accuracy = timed(cluster_seconds, [&] {
+    return append_accuracy(row, known_labels(truth, predictions, data.unlabelled_is_old()),
+                           data.dataset.balanced_accuracy);
+  });
   score.line = "  ss-k-means (k=" + std::to_string(options.k) + ", " + std::to_string(options.restarts) +
                " restarts)  " + accuracy_summary(*score.accuracy);
   if (test_images_) {
     // Inductive: each test image takes the cluster of its nearest centre.
+    const Tensor test_features =
+        timed(score.phases.features_seconds, [&] { return test_images_->features(*backbone_, true); });
+    const std::vector<int64_t> nearest =
+        timed(cluster_seconds, [&] { return nearest_centres(test_features, result.centres); });
     ClusterAccuracy test_accuracy;
-    const std::vector<int64_t> nearest = nearest_centres(test_images_->features(*backbone_, true), result.centres);
-    score.line += append_test_accuracy(row, data, nearest, test_accuracy, &context_.run);
+    score.line += timed(cluster_seconds, [&] { return append_test_accuracy(row, data, nearest, test_accuracy); });
     score.test_accuracy = test_accuracy;
+    write_test_predictions(context_.run, data, nearest);
   }
   context_.run.write_text("predictions.csv", predictions_csv(data.unlabelled, predictions, truth, data.num_old_classes()));
   save_cluster_centres(context_.run, result.centres, context_.progress.iterations);  // for mcdl_predict

@@ -24,10 +24,15 @@ EpochScore KMeansBaseline::score(int64_t, bool, MetricsRow& row) {
   options.restarts = context_.config.kmeans_restarts.value();
   options.max_iters = context_.config.kmeans_iters.value();
   options.seed = context_.config.seed;
-  const KMeansResult result = kmeans(images_.set->features(*backbone_, true), options);
-  inertia_ = result.inertia;
   EpochScore score;
-  score.accuracy = known_accuracy(known_labels(images_.truth, result.assignment, images_.is_old), false);
+  double& features_seconds = score.phases.features_seconds;
+  double& cluster_seconds = score.phases.cluster_seconds;
+  const Tensor features = timed(features_seconds, [&] { return images_.set->features(*backbone_, true); });
+  const KMeansResult result = timed(cluster_seconds, [&] { return kmeans(features, options); });
+  inertia_ = result.inertia;
+  score.accuracy = timed(cluster_seconds, [&] {
+    return known_accuracy(known_labels(images_.truth, result.assignment, images_.is_old), false);
+  });
   row.push_back({"all", score.accuracy->all});
   row.push_back({"old", score.accuracy->old_classes});
   row.push_back({"new", score.accuracy->new_classes});
@@ -35,10 +40,15 @@ EpochScore KMeansBaseline::score(int64_t, bool, MetricsRow& row) {
                accuracy_summary(*score.accuracy);
   if (images_.test_set) {
     // Inductive: each test image takes the cluster of its nearest centre.
+    const Tensor test_features =
+        timed(features_seconds, [&] { return images_.test_set->features(*backbone_, true); });
+    const std::vector<int64_t> nearest =
+        timed(cluster_seconds, [&] { return nearest_centres(test_features, result.centres); });
     ClusterAccuracy test_accuracy;
-    const std::vector<int64_t> nearest = nearest_centres(images_.test_set->features(*backbone_, true), result.centres);
-    score.line += append_test_accuracy(row, context_.data, nearest, test_accuracy, &context_.run);
+    score.line +=
+        timed(cluster_seconds, [&] { return append_test_accuracy(row, context_.data, nearest, test_accuracy); });
     score.test_accuracy = test_accuracy;
+    write_test_predictions(context_.run, context_.data, nearest);
   }
   images_.write_predictions(context_, result.assignment);
   score.predictions = images_.predictions(result.assignment);

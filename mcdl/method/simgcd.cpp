@@ -163,26 +163,34 @@ EpochScore SimGcd::score(int64_t epoch, bool final, MetricsRow& row) {
     return score;
   }
   const ProfileRange range(context_.device, "evaluation");
+  double& features_seconds = score.phases.features_seconds;
+  double& cluster_seconds = score.phases.cluster_seconds;
   // The unlabelled images (transductive) and the validation images, then the test split.
-  const std::vector<int64_t> predictions =
-      images_.set->size() > 0 ? images_.set->predict(*model_) : std::vector<int64_t>{};
+  const std::vector<int64_t> predictions = timed(features_seconds, [&] {
+    return images_.set->size() > 0 ? images_.set->predict(*model_) : std::vector<int64_t>{};
+  });
   if (data.evaluates_unlabelled()) {
-    const KnownLabels known = known_labels(images_.truth, predictions, images_.is_old);
-    score.accuracy = append_accuracy(row, known, data.dataset.balanced_accuracy);
+    score.accuracy = timed(cluster_seconds, [&] {
+      return append_accuracy(row, known_labels(images_.truth, predictions, images_.is_old),
+                             data.dataset.balanced_accuracy);
+    });
     score.line = "  " + accuracy_summary(*score.accuracy);
   }
   if (images_.test_set) {
+    const std::vector<int64_t> test_predictions =
+        timed(features_seconds, [&] { return images_.test_set->predict(*model_); });
     ClusterAccuracy test_accuracy;
-    score.line += append_test_accuracy(row, data, images_.test_set->predict(*model_), test_accuracy,
-                                       final ? &context_.run : nullptr);
+    score.line +=
+        timed(cluster_seconds, [&] { return append_test_accuracy(row, data, test_predictions, test_accuracy); });
     score.test_accuracy = test_accuracy;
+    if (final) write_test_predictions(context_.run, data, test_predictions);
   }
   if (final && data.evaluates_unlabelled()) {
     images_.write_predictions(context_, predictions);
     // The evaluated images' backbone features, row for row with predictions.csv: mcdl_report's
     // embedding (the frozen part is cached, so only the last block runs again).
     // Every rank computes them (the evaluation is split over the ranks); rank 0 writes them.
-    const Tensor features = images_.set->features(model_->backbone, true);
+    const Tensor features = timed(features_seconds, [&] { return images_.set->features(model_->backbone, true); });
     if (context_.run.writes()) write_npy(context_.run.file("features.npy"), features);
   }
   score.predictions = images_.predictions(predictions);

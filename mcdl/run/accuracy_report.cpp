@@ -67,15 +67,16 @@ std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<i
 }
 
 std::string append_test_accuracy(MetricsRow& row, const TrainingData& data, const std::vector<int64_t>& predictions,
-                                 ClusterAccuracy& accuracy, const RunDirectory* final_run) {
-  const std::vector<int64_t> truth = data.test_labels();
-  accuracy = append_accuracy(row, known_labels(truth, predictions, data.test_is_old()), data.dataset.balanced_accuracy,
-                             "test_");
-  if (final_run != nullptr)
-    final_run->write_text("test_predictions.csv",
-                          predictions_csv(data.test, predictions, truth, data.num_old_classes()));
+                                 ClusterAccuracy& accuracy) {
+  accuracy = append_accuracy(row, known_labels(data.test_labels(), predictions, data.test_is_old()),
+                             data.dataset.balanced_accuracy, "test_");
   return std::isnan(accuracy.all) ? "  " + accuracy_summary(accuracy, "the test images")
                                    : "  test " + accuracy_summary(accuracy);
+}
+
+void write_test_predictions(const RunDirectory& run, const TrainingData& data, const std::vector<int64_t>& predictions) {
+  run.write_text("test_predictions.csv",
+                 predictions_csv(data.test, predictions, data.test_labels(), data.num_old_classes()));
 }
 
 }  // namespace mcdl

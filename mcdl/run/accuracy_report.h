@@ -37,9 +37,10 @@ std::string predictions_csv(const std::vector<int64_t>& ids, const std::vector<i
 
 // The inductive columns (test_all / test_old / test_new, and the v2b ones where the dataset is
 // scored balanced) of predictions on the test split (data.test's order), the clusters matched on
-// that split alone; sets `accuracy`; with `final_run`, also writes its test_predictions.csv.
-// Returns the summary line's part ("  test All ... Old ... New ...").
+// that split alone; sets `accuracy`. Returns the summary line's part ("  test All ... Old ... New ...").
 std::string append_test_accuracy(MetricsRow& row, const TrainingData& data, const std::vector<int64_t>& predictions,
-                                 ClusterAccuracy& accuracy, const RunDirectory* final_run);
+                                 ClusterAccuracy& accuracy);
+// The final epoch's test_predictions.csv of those predictions.
+void write_test_predictions(const RunDirectory& run, const TrainingData& data, const std::vector<int64_t>& predictions);
 
 }  // namespace mcdl

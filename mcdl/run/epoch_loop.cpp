@@ -1,5 +1,6 @@
 #include "mcdl/run/epoch_loop.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -13,7 +14,14 @@
 
 namespace mcdl {
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+void append_eval_seconds(MetricsRow& row, double eval_seconds, const EvalPhases& phases) {
+  row.push_back({"eval_seconds", eval_seconds});
+  row.push_back({"eval_features_seconds", phases.features_seconds});
+  row.push_back({"eval_cluster_seconds", phases.cluster_seconds});
+  // Its phases were timed within it: max keeps rounding from going below zero.
+  row.push_back(
+      {"eval_report_seconds", std::max(0.0, eval_seconds - phases.features_seconds - phases.cluster_seconds)});
+}
 
 std::string loss_summary(const MetricsRow& row, const std::vector<std::string>& names) {
   std::string out;
@@ -108,11 +116,11 @@ RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& 
     }
     const auto finish_start = Clock::now();
     const bool last = epoch + 1 == loop.epochs || (progress.stop && !signalled);  // the end, or --max-iters
-    steps.finish(epoch, row, last);
+    const EvalPhases phases = steps.finish(epoch, row, last);
     // Where the epoch went: its steps, then the end-of-epoch work (evaluation, reports); the
     // checkpoint's copy to the host follows the row (its write runs in the background).
     row.push_back({"train_seconds", train_seconds});
-    row.push_back({"eval_seconds", seconds_since(finish_start)});
+    append_eval_seconds(row, seconds_since(finish_start), phases);
     row.push_back({"seconds", seconds_since(epoch_start)});
     if (loop.metrics) loop.metrics->append_metrics(row);
     if (!complete) {

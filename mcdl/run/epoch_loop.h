@@ -2,7 +2,6 @@
 // epoch of steps with its running loss terms and progress bar, the end-of-epoch work, the
 // metrics row and the checkpoints; and the error of a loss that stops being finite.
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,11 +16,9 @@
 #include "mcdl/run/run_progress.h"
 #include "mcdl/run/train_config.h"
 #include "mcdl/run/run_summary.h"
+#include "mcdl/run/timing.h"
 
 namespace mcdl {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start);
 
 // "name value name value ..." of a metrics row's loss terms `names`.
 std::string loss_summary(const MetricsRow& row, const std::vector<std::string>& names);
@@ -69,7 +66,8 @@ class EpochLog {
 // exactly as an uninterrupted run would).
 struct EpochSteps {
   std::function<bool(int64_t epoch, MetricsRow& row)> train;  // true when every batch ran
-  std::function<void(int64_t epoch, MetricsRow& row, bool final)> finish;
+  // Returns where its scoring's time went (the metrics row's eval_*_seconds columns).
+  std::function<EvalPhases(int64_t epoch, MetricsRow& row, bool final)> finish;
   // Empty for a run without checkpoints (pretraining writes its backbone in finish, after every
   // epoch, complete or not): then an epoch cut short gets no "not checkpointed" note either.
   std::function<void(int64_t epochs_completed)> checkpoint;
@@ -89,6 +87,10 @@ struct EpochLoop {
 EpochLoop training_epoch_loop(const TrainConfig& config, Device device, const RunDirectory& run);
 // The summary's accuracy is left for the caller.
 RunSummary run_epochs(const EpochLoop& loop, Optimizer& optimizer, RunProgress& progress, const EpochSteps& steps);
+
+// Appends eval_seconds (the end-of-epoch work) and where it went: eval_features_seconds and
+// eval_cluster_seconds (`phases`), eval_report_seconds (the rest).
+void append_eval_seconds(MetricsRow& row, double eval_seconds, const EvalPhases& phases);
 
 // A step's update: the gradients of `loss` (the last step's cleared first), then the optimizer's
 // step, each a profiler range on a GPU ("backward", "optimizer_step"). With `shards`, the

@@ -215,7 +215,7 @@ TEST_CASE("e2e: --method gcd on coloured squares clusters old and new classes we
     CHECK(fs::exists(out / file));
   const std::string csv = read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,contrastive,supcon,iterations,all,old,new,train_seconds,eval_seconds,"
-                 "seconds\n") == 0);
+                 "eval_features_seconds,eval_cluster_seconds,eval_report_seconds,seconds\n") == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 9);
   // The loss column (the third) of the first and the last epoch: training lowered it.
   std::istringstream rows(csv);

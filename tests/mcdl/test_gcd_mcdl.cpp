@@ -54,7 +54,8 @@ TEST_CASE("e2e: --method gcd+mcdl on coloured squares: GCD's columns, MCDL's ter
   const std::string csv = testing::read_text(out / "metrics.csv");
   CHECK(csv.find("epoch,lr,loss,contrastive,supcon,l_sup,l_semi,l_self,iterations,all,old,new,high,medium,low,"
                  "high_pseudo_acc,medium_pseudo_acc,high_conf_acc,medium_conf_acc,high_clusters,high_top_share,"
-                 "high_old_share,bank_full,labelled_weak_acc,labelled_strong_acc,train_seconds,eval_seconds,seconds\n") == 0);
+                 "high_old_share,bank_full,labelled_weak_acc,labelled_strong_acc,train_seconds,eval_seconds,"
+                 "eval_features_seconds,eval_cluster_seconds,eval_report_seconds,seconds\n") == 0);
   const auto col = testing::metrics_columns(csv);
   REQUIRE(col.at("epoch").size() == 6);
   for (size_t e = 0; e < 6; ++e) {

@@ -1,37 +1,73 @@
 // The evaluation set's frozen-token cache: in memory, in the mapped file, or recomputed, the
-// predictions equal a full forward pass of the test views, epoch after epoch.
+// predictions equal a full forward pass of the test views, epoch after epoch; under bf16
+// products the cache keeps the tokens in bf16, bit for bit the same results.
 #include <doctest/doctest.h>
 
 #include "data/loader.h"
 #include "engine/ops.h"
 #include "engine/random.h"
+#include "engine/settings.h"
 #include "mcdl/evaluation/evaluation_set.h"
+#include "tests/bf16_support.h"
 
 using namespace mcdl;
 
-TEST_CASE("evaluator: cached frozen tokens (memory or file) give the predictions of a full forward pass") {
+namespace {
+
+constexpr int kImages = 23;
+
+// kImages random 14×14 grey images of 5 classes.
+Dataset random_images() {
   Dataset d;
   d.name = "synthetic";
   d.channels = 1;
   d.num_classes = 5;
   RandomStream stream(4, stream_id("evaluator-images"));
-  for (int i = 0; i < 23; ++i) {
+  for (int i = 0; i < kImages; ++i) {
     Image image(14, 14, 1);
     for (auto& p : image.pixels) p = static_cast<uint8_t>(stream.randint(0, 256));
     d.train.push_back({"", i % 5});
     d.train_pixels.push_back(image);
   }
+  return d;
+}
+
+std::vector<int64_t> every_image() {
   std::vector<int64_t> indices;
-  for (int64_t i = 0; i < 23; ++i) indices.push_back(i);
+  for (int64_t i = 0; i < kImages; ++i) indices.push_back(i);
+  return indices;
+}
+
+// Patches of 7: 1 + 4 tokens of 16 values per image; blocks 0 and 1 frozen.
+std::unique_ptr<SimGCDModel> small_model() {
+  ModelConfig config = parse_model_config("img=14,patch=7,dim=16,depth=3,heads=2,chans=1");
+  config.head = {32, 8, 5};
+  auto model = std::make_unique<SimGCDModel>(config);
+  model->initialize(1);
+  model->set_grad_from_block(2);
+  return model;
+}
+
+EvaluationOptions small_options(int64_t budget, Device device = Device::cpu()) {
+  EvaluationOptions options;
+  options.image_size = 14;
+  options.normalization = Normalization::grayscale();
+  options.batch_size = 5;
+  options.workers = 0;
+  options.memory_budget_bytes = budget;
+  options.device = device;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("evaluator: cached frozen tokens (memory or file) give the predictions of a full forward pass") {
+  const Dataset d = random_images();
+  const std::vector<int64_t> indices = every_image();
   ImageCacheOptions cache_options;
   cache_options.resize_size = 16;
   const ImageCache cache(d, indices, cache_options);
-
-  ModelConfig config = parse_model_config("img=14,patch=7,dim=16,depth=3,heads=2,chans=1");
-  config.head = {32, 8, 5};
-  SimGCDModel model(config);
-  model.initialize(1);
-  model.set_grad_from_block(2);
+  const std::unique_ptr<SimGCDModel> model = small_model();
 
   // The reference: every test view through the whole model.
   std::vector<int64_t> expected;
@@ -40,32 +76,54 @@ TEST_CASE("evaluator: cached frozen tokens (memory or file) give the predictions
     const Image view = make_view(cache.get(i), ViewKind::test, 14, unused);
     Tensor x = empty({1, 1, 14, 14});
     to_tensor_normalize(view, Normalization::grayscale(), x.data<float>());
-    expected.push_back(argmax(model.forward(x).logits, 1).to_vector<int64_t>()[0]);
+    expected.push_back(argmax(model->forward(x).logits, 1).to_vector<int64_t>()[0]);
   }
   for (int64_t budget : {int64_t{1} << 30, int64_t{0}}) {
     INFO("budget ", budget);
-    EvaluationOptions options;
-    options.image_size = 14;
-    options.normalization = Normalization::grayscale();
-    options.batch_size = 5;
-    options.workers = 0;
-    options.memory_budget_bytes = budget;
-    EvaluationSet eval(cache, indices, options);
-    CHECK(eval.predict(model) == expected);  // computes and caches
+    EvaluationSet eval(cache, indices, small_options(budget));
+    CHECK(eval.predict(*model) == expected);  // computes and caches
     CHECK(eval.tokens_in_memory() == (budget > 0));
     CHECK(eval.tokens_in_file() == (budget == 0));
-    CHECK(eval.predict(model) == expected);  // from the cache
-    const Tensor features = eval.features(model.backbone, true);
-    CHECK(features.shape() == Shape{23, 16});
+    CHECK(eval.predict(*model) == expected);  // from the cache
+    const Tensor features = eval.features(model->backbone, true);
+    CHECK(features.shape() == Shape{kImages, 16});
   }
   // Nothing frozen (grad_from_block 0): recomputed each time, still the same predictions.
-  model.set_grad_from_block(0);
-  EvaluationOptions options;
-  options.image_size = 14;
-  options.normalization = Normalization::grayscale();
-  options.workers = 0;
-  EvaluationSet eval(cache, indices, options);
-  CHECK(eval.predict(model) == expected);
+  model->set_grad_from_block(0);
+  EvaluationSet eval(cache, indices, small_options(int64_t{2} << 30));
+  CHECK(eval.predict(*model) == expected);
   CHECK_FALSE(eval.tokens_in_memory());
   CHECK_FALSE(eval.tokens_in_file());
+}
+
+TEST_CASE("evaluator: under bf16 products the cached tokens are bf16: half the bytes, the same results") {
+  const Dataset d = random_images();
+  const std::vector<int64_t> indices = every_image();
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 16;
+  const ImageCache cache(d, indices, cache_options);
+  // The tokens take 23 · 5 · 16 · 4 = 7,360 bytes in f32, 3,680 in bf16.
+  constexpr int64_t budget = 4000;
+  for (const Device device : {Device::cpu(), Device::cuda()}) {
+    if (device.is_cpu() && !testing::cpu_runs_bf16_products()) continue;
+    INFO(device.str());
+    const std::unique_ptr<SimGCDModel> model = small_model();
+    model->to(device);
+    {  // In f32 the tokens do not fit the budget: the file.
+      EvaluationSet eval(cache, indices, small_options(budget, device));
+      eval.predict(*model);
+      CHECK(eval.tokens_in_file());
+    }
+    const ScopedEngineSettings bf16(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+    // Computed from the frozen blocks' tokens, then from the cache: the same predictions.
+    EvaluationSet eval(cache, indices, small_options(budget, device));
+    const std::vector<int64_t> computed = eval.predict(*model);
+    CHECK(eval.tokens_in_memory());
+    CHECK(eval.predict(*model) == computed);
+    // The same features bit for bit, computed and cached.
+    EvaluationSet other(cache, indices, small_options(budget, device));
+    const std::vector<float> features = other.features(model->backbone, true).to_vector<float>();
+    CHECK(other.features(model->backbone, true).to_vector<float>() == features);
+    CHECK(eval.features(model->backbone, true).to_vector<float>() == features);
+  }
 }

@@ -65,6 +65,30 @@ TEST_CASE("e2e: SimGCD + MCDL on coloured squares learns the classes, old and ne
   fs::remove_all(out);
 }
 
+TEST_CASE("e2e: metrics.csv splits eval_seconds into the model's forward, the clustering and the rest") {
+  const fs::path out = fs::temp_directory_path() / ("mcdl-e2e-eval-phases-" + std::to_string(::getpid()));
+  TrainConfig c = tiny_config(out, "simgcd");
+  c.epochs = 3;
+  c.eval_every = 2;  // the second and the last epoch are scored, the first is not
+  run_training(c, false);
+  const std::string csv = read_text(out / "metrics.csv");
+  CHECK(csv.find(",train_seconds,eval_seconds,eval_features_seconds,eval_cluster_seconds,eval_report_seconds,"
+                 "seconds\n") != std::string::npos);
+  const auto col = testing::metrics_columns(csv);
+  REQUIRE(col.at("eval_seconds").size() == 3);
+  for (size_t e = 0; e < 3; ++e) {
+    INFO("epoch ", e + 1);
+    auto seconds = [&](const char* name) { return std::stod(col.at(name)[e]); };
+    const double features = seconds("eval_features_seconds"), cluster = seconds("eval_cluster_seconds"),
+                 report = seconds("eval_report_seconds");
+    CHECK((features > 0) == (e > 0));  // nothing scored: 0
+    CHECK((cluster > 0) == (e > 0));
+    CHECK(report >= 0);
+    CHECK(features + cluster + report <= seconds("eval_seconds") * (1 + 1e-6));  // metrics.csv keeps 8 digits
+  }
+  fs::remove_all(out);
+}
+
 TEST_CASE("e2e: a run resumed from its checkpoint equals the uninterrupted run bit for bit (CPU)") {
   const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-resume-" + std::to_string(::getpid()));
   TrainConfig whole = tiny_config(base / "whole", "simgcd+mcdl");
@@ -173,7 +197,7 @@ TEST_CASE("e2e: the emulated CUDA backend trains the same run as the CPU backend
     std::getline(b, row_b);
     std::istringstream ca(row_a), cb(row_b), names(header_a);
     for (std::string x, y, name; std::getline(ca, x, ',') && std::getline(cb, y, ',') && std::getline(names, name, ',');) {
-      if (name == "seconds" || name == "train_seconds" || name == "eval_seconds") continue;
+      if (name.ends_with("seconds")) continue;  // the timing columns
       INFO(name, " epoch ", epoch);
       const double vx = std::stod(x), vy = std::stod(y);
       if (std::isnan(vx)) CHECK(std::isnan(vy));

@@ -121,6 +121,7 @@ TEST_CASE("report text: percentages with one decimal, 1-based epochs, labels and
   CHECK(tools::column_label("new_v2b") == "New (balanced)");
   CHECK(tools::column_label("l_sup") == "l_sup");  // the console's name
   CHECK(tools::column_label("high_pseudo_acc") == "pseudo acc., high");
+  CHECK(tools::column_label("eval_cluster_seconds") == "evaluation: clustering and matching");
   CHECK(tools::method_title("simgcd+mcdl") == "SimGCD + MCDL");
   CHECK(tools::method_title("gcd") == "GCD");
   CHECK(tools::dataset_title("fmnist") == "Fashion-MNIST");

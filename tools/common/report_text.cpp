@@ -88,6 +88,9 @@ std::string column_label(const std::string& column) {
       {"iterations", "iterations so far"},
       {"train_seconds", "training time"},
       {"eval_seconds", "evaluation time"},
+      {"eval_features_seconds", "evaluation: the model's forward"},
+      {"eval_cluster_seconds", "evaluation: clustering and matching"},
+      {"eval_report_seconds", "evaluation: reports and files"},
       {"seconds", "epoch time"}};
   const auto found = labels.find(column);
   return found == labels.end() ? column : found->second;
