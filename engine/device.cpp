@@ -21,6 +21,8 @@ Device select_device(const std::string& request) {
   return Device::cpu();
 }
 
+size_t device_memory_free(Device device) { return device.is_cuda() ? cuda::device_memory().free : 0; }
+
 void release_device_resources() {
   if (const int64_t live = storage_live_bytes(Device::cuda()); live > 0)
     std::fprintf(stderr, "warning: %lld bytes of GPU tensors are still alive at release; they stay allocated\n",

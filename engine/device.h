@@ -28,6 +28,10 @@ inline std::ostream& operator<<(std::ostream& os, const Device& device) { return
 // CPU, saying so in one line on stderr).
 Device select_device(const std::string& request);
 
+// Bytes of memory free on `device` now (0 for the CPU, which has no such budget): what a cache
+// may take a share of. Memory the engine's pool keeps for reuse counts as used.
+size_t device_memory_free(Device device);
+
 // Releases what the process holds on the GPU (cuda::release_device: library handles, workspaces,
 // plans, the engine stream, the pool's cached blocks), warning on stderr if GPU tensors are still
 // alive (their memory cannot be returned). Nothing to do without a GPU. The tools call it before

@@ -135,6 +135,14 @@ std::string device_description() {
   return line;
 }
 
+DeviceMemory device_memory() {
+  require_device("device_memory");
+  (void)engine_stream();  // the device selected and its context made
+  DeviceMemory memory;
+  MCDL_CUDA_CHECK(cudaMemGetInfo(&memory.free, &memory.total));
+  return memory;
+}
+
 void* device_alloc(size_t bytes) {
   require_device("device_alloc");
   void* pointer = nullptr;

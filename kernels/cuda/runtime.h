@@ -14,6 +14,13 @@ bool device_available();
 // One line for logs, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
 std::string device_description();
 
+// The device's memory now (cudaMemGetInfo): bytes free (memory the engine's pool keeps for reuse
+// counts as used) and in all.
+struct DeviceMemory {
+  size_t free = 0, total = 0;
+};
+DeviceMemory device_memory();
+
 // Memory from the stream-ordered pool (cudaMallocAsync on the engine stream; the pool keeps
 // freed memory for reuse instead of returning it to the driver).
 void* device_alloc(size_t bytes);

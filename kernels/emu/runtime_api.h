@@ -46,6 +46,12 @@ inline int& emulated_device_count() {
 }
 // Makes the emulated runtime report `count` devices (tests: 1).
 inline void set_device_count(int count) { emulated_device_count() = count; }
+// The emulated device's memory in bytes (16 GiB; tests may change it): cudaGetDeviceProperties'
+// total, and cudaMemGetInfo's, whose free part is what the live allocations leave.
+inline size_t& emulated_device_memory() {
+  static size_t bytes = size_t(1) << 34;
+  return bytes;
+}
 }  // namespace mcdl::emu
 
 inline const char* cudaGetErrorString(cudaError_t error) {
@@ -83,7 +89,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::strcpy(prop->name, "CUDA emulator on the CPU");
   prop->major = 9;
   prop->multiProcessorCount = 1;
-  prop->totalGlobalMem = size_t(1) << 34;
+  prop->totalGlobalMem = mcdl::emu::emulated_device_memory();
   return cudaSuccess;
 }
 
@@ -197,6 +203,18 @@ inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) {
     live.allocations.erase(found);
   }
   std::free(ptr);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (mcdl::emu::emulated_device_count() == 0) return cudaErrorNoDevice;
+  size_t used = 0;
+  {
+    mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    for (const auto& allocation : live.allocations) used += allocation.second;
+  }
+  *total = mcdl::emu::emulated_device_memory();
+  *free = used < *total ? *total - used : 0;
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {

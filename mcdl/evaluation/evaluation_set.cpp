@@ -10,6 +10,7 @@
 #include "data/loader.h"
 #include "engine/all_gather.h"
 #include "engine/autograd.h"
+#include "engine/device.h"
 #include "engine/ops.h"
 
 namespace mcdl {
@@ -91,8 +92,8 @@ EvaluationSet::~EvaluationSet() {
   if (mapped_) munmap(mapped_, static_cast<size_t>(mapped_bytes_));
 }
 
-// The cached tokens of batch b, on the evaluation device: uploaded as kept (bf16 or f32), then
-// f32 there, the values forward_frozen gave.
+// The cached tokens of batch b, on the evaluation device: uploaded as kept (bf16 or f32) unless
+// kept there, then f32 there, the values forward_frozen gave.
 Tensor EvaluationSet::cached_batch(size_t b) const {
   if (!frozen_tokens_.empty()) return frozen_tokens_[b].to(options_.device).to(DType::f32);
   const FileBatch& fb = file_batches_[b];
@@ -161,8 +162,16 @@ void EvaluationSet::for_each_frozen_batch(VisionTransformer& backbone, Visit vis
   if (!keep) return;
   int64_t bytes = 0;
   for (const Tensor& t : kept) bytes += static_cast<int64_t>(t.nbytes());
-  if (bytes <= options_.memory_budget_bytes) frozen_tokens_ = std::move(kept);
-  else spill_to_file(kept);
+  // On a GPU, tokens that take at most a quarter of its free memory stay there: no upload at all in
+  // the later epochs (CUB's unlabelled images in bf16: 1.4 GB).
+  if (options_.device.is_cuda() && bytes <= static_cast<int64_t>(device_memory_free(options_.device) / 4)) {
+    for (Tensor& t : kept) t = t.to(options_.device);
+    frozen_tokens_ = std::move(kept);
+  } else if (bytes <= options_.memory_budget_bytes) {
+    frozen_tokens_ = std::move(kept);
+  } else {
+    spill_to_file(kept);
+  }
 }
 
 std::vector<int64_t> EvaluationSet::predict(SimGCDModel& model) {

@@ -4,9 +4,10 @@
 //
 // The frozen part of the backbone and the test transform never change during a run, so the
 // tokens after the frozen blocks are computed once and reused every epoch (exact: the same
-// numbers as a full forward pass). They are kept on the host, in bf16 where that holds them
-// exactly (--precision bf16), in memory when they fit the budget and in a mapped file otherwise;
-// each epoch uploads them batch by batch.
+// numbers as a full forward pass). They are kept in bf16 where that holds them exactly
+// (--precision bf16): on the GPU when they take at most a quarter of its free memory, else on the
+// host (in memory within the budget, in a mapped file beyond it), uploaded batch by batch each
+// epoch.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -43,7 +44,8 @@ class EvaluationSet {
   std::vector<int64_t> predict(SimGCDModel& model);
   // The backbone's CLS features [N, D] on the CPU (L2-normalised when `normalise`).
   Tensor features(VisionTransformer& backbone, bool normalise);
-  bool tokens_in_memory() const { return !frozen_tokens_.empty(); }
+  bool tokens_in_memory() const { return !frozen_tokens_.empty(); }  // on the GPU or the host
+  bool tokens_on_device() const { return tokens_in_memory() && frozen_tokens_[0].device().is_cuda(); }
   bool tokens_in_file() const { return mapped_ != nullptr; }
 
  private:
@@ -62,7 +64,7 @@ class EvaluationSet {
   Tensor cached_batch(size_t batch) const;
   bool spill_to_file(const std::vector<Tensor>& tokens);
 
-  std::vector<Tensor> frozen_tokens_;  // per batch, on the host (bf16 or f32), when cached in memory
+  std::vector<Tensor> frozen_tokens_;  // per batch (bf16 or f32), on the GPU or the host, when cached in memory
   struct FileBatch {
     int64_t offset;
     Shape shape;

@@ -7,6 +7,7 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/settings.h"
+#include "kernels/emu/runtime_api.h"
 #include "mcdl/evaluation/evaluation_set.h"
 #include "tests/bf16_support.h"
 
@@ -96,6 +97,42 @@ TEST_CASE("evaluator: cached frozen tokens (memory or file) give the predictions
   CHECK_FALSE(eval.tokens_in_file());
 }
 
+namespace {
+
+// The emulated GPU's memory set to `bytes` until the end of the scope (in the emulated binary; the
+// GPU binary keeps its device's).
+struct EmulatedDeviceMemory {
+  size_t saved = emu::emulated_device_memory();
+  explicit EmulatedDeviceMemory(size_t bytes) { emu::emulated_device_memory() = bytes; }
+  ~EmulatedDeviceMemory() { emu::emulated_device_memory() = saved; }
+};
+
+bool emulated() { return emu::emulated_device_count() > 0; }
+
+}  // namespace
+
+TEST_CASE("evaluator: on a GPU the cached tokens stay in its memory when they take at most a quarter of what is free") {
+  const Dataset d = random_images();
+  const std::vector<int64_t> indices = every_image();
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 16;
+  const ImageCache cache(d, indices, cache_options);
+  const std::unique_ptr<SimGCDModel> model = small_model();
+  model->to(Device::cuda());
+  EvaluationSet on_device(cache, indices, small_options(int64_t{1} << 30, Device::cuda()));
+  const std::vector<int64_t> computed = on_device.predict(*model);
+  CHECK(on_device.tokens_on_device());
+  CHECK(on_device.predict(*model) == computed);  // from the device cache
+  if (!emulated()) return;
+  // A GPU with no memory to spare: the host keeps them, the same predictions.
+  const EmulatedDeviceMemory none(0);
+  EvaluationSet on_host(cache, indices, small_options(int64_t{1} << 30, Device::cuda()));
+  CHECK(on_host.predict(*model) == computed);
+  CHECK(on_host.tokens_in_memory());
+  CHECK_FALSE(on_host.tokens_on_device());
+  CHECK(on_host.predict(*model) == computed);
+}
+
 TEST_CASE("evaluator: under bf16 products the cached tokens are bf16: half the bytes, the same results") {
   const Dataset d = random_images();
   const std::vector<int64_t> indices = every_image();
@@ -104,8 +141,10 @@ TEST_CASE("evaluator: under bf16 products the cached tokens are bf16: half the b
   const ImageCache cache(d, indices, cache_options);
   // The tokens take 23 · 5 · 16 · 4 = 7,360 bytes in f32, 3,680 in bf16.
   constexpr int64_t budget = 4000;
+  const EmulatedDeviceMemory none(0);  // the host's cache on the emulated GPU too
   for (const Device device : {Device::cpu(), Device::cuda()}) {
     if (device.is_cpu() && !testing::cpu_runs_bf16_products()) continue;
+    if (device.is_cuda() && !emulated()) continue;  // a real GPU keeps such small tokens in its memory
     INFO(device.str());
     const std::unique_ptr<SimGCDModel> model = small_model();
     model->to(device);
