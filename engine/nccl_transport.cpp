@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <numeric>
 #include <vector>
 
 #include "kernels/cuda/nccl.h"
@@ -31,9 +32,7 @@ std::vector<std::string> gather_texts(Collective& world, const std::string& mine
   const uint64_t length = mine.size();
   world.all_gather(&length, sizeof length, lengths.data(), std::vector<size_t>(n, sizeof length));
   std::vector<size_t> counts(lengths.begin(), lengths.end());
-  size_t total = 0;
-  for (size_t c : counts) total += c;
-  std::string all(total, '\0');
+  std::string all(std::accumulate(counts.begin(), counts.end(), size_t{0}), '\0');
   world.all_gather(mine.data(), mine.size(), all.data(), counts);
   std::vector<std::string> texts;
   size_t offset = 0;

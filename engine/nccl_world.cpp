@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 
 #include "engine/error.h"
 #include "engine/nccl_transport.h"
@@ -24,11 +25,7 @@ class DeviceBytes {
   void* data_;
 };
 
-size_t total_of(const std::vector<size_t>& counts) {
-  size_t total = 0;
-  for (size_t c : counts) total += c;
-  return total;
-}
+size_t total_of(const std::vector<size_t>& counts) { return std::accumulate(counts.begin(), counts.end(), size_t{0}); }
 
 class NcclWorld final : public Collective {
  public:

@@ -181,7 +181,8 @@ std::vector<Tensor> Shards::forward_local_shard(const Tensor& input, const Multi
   std::vector<int64_t> header = mine ? layout_header(outputs) : std::vector<int64_t>(kHeaderWords, -1);
   world_->broadcast(header.data(), kHeaderWords * sizeof(int64_t), owner);
   for (int64_t k = 0; k < header[0]; ++k) {
-    Tensor data = mine ? outputs[static_cast<size_t>(k)].detach() : empty_output(header.data(), k, input.size(0), input.device());
+    Tensor data = mine ? outputs[static_cast<size_t>(k)].detach()
+                       : empty_output(header.data(), k, input.size(0), input.device());
     broadcast_tensor(*world_, data, owner);
     if (!mine) outputs.push_back(data);
   }
@@ -241,38 +242,47 @@ void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters)
 
 void Shards::sum_gathered_gradients(const std::vector<Tensor>& parameters,
                                     const std::vector<std::vector<Tensor>>& local, std::vector<Tensor>& sums) {
+  if (parameters.empty()) return;
   const int n = ranks();
   const size_t num_params = parameters.size();
   const int64_t per_rank = *count_ / n;
-  // Which shards gave each parameter a gradient: a flag per (shard, parameter), from every rank.
-  std::vector<char> flags(local.size() * num_params), all_flags(static_cast<size_t>(*count_) * num_params);
-  for (size_t s = 0; s < local.size(); ++s)
-    for (size_t i = 0; i < num_params; ++i) flags[s * num_params + i] = local[s][i].defined() ? 1 : 0;
-  world_->all_gather(flags.data(), flags.size(), all_flags.data(),
-                     std::vector<size_t>(static_cast<size_t>(n), static_cast<size_t>(per_rank) * num_params));
-  const auto flagged = [&](int64_t s, size_t i) { return all_flags[static_cast<size_t>(s) * num_params + i] != 0; };
+  // A shard's gradients as one row, every parameter's values in order (zeros where none flowed), so
+  // that one all-gather moves every shard's; a flag per (shard, parameter) says which flowed.
+  int64_t row_length = 0;
+  for (const Tensor& p : parameters) {
+    check(p.dtype() == parameters[0].dtype(), "shards: the parameters must share one dtype, got ", parameters[0],
+          " and ", p);
+    row_length += p.numel();
+  }
   NoGradGuard no_grad;
-  for (size_t i = 0; i < num_params; ++i) {
-    bool any = false;
-    for (int64_t s = 0; s < *count_; ++s) any = any || flagged(s, i);
-    if (!any) continue;
-    // This rank's shards' gradients as rows (zeros where none flowed), every shard's gathered.
-    const Tensor& p = parameters[i];
-    Shape row_shape = p.shape();
-    row_shape.insert(row_shape.begin(), 1);
-    std::vector<Tensor> rows;
-    for (const std::vector<Tensor>& shard : local) {
+  std::vector<char> flags, all_flags(static_cast<size_t>(*count_) * num_params);
+  std::vector<Tensor> rows;
+  for (const std::vector<Tensor>& shard : local) {
+    std::vector<Tensor> parts;
+    for (size_t i = 0; i < num_params; ++i) {
+      const Tensor& p = parameters[i];
       const Tensor& grad = shard[i];
       check(!grad.defined() || (grad.dtype() == p.dtype() && grad.shape() == p.shape()), "shards: the gradient ", grad,
             " does not match its parameter ", p);
-      rows.push_back(grad.defined() ? reshape(grad.detach(), row_shape) : zeros(row_shape, p.dtype(), p.device()));
+      flags.push_back(grad.defined() ? 1 : 0);
+      parts.push_back(grad.defined() ? reshape(grad.detach(), {p.numel()}) : zeros({p.numel()}, p.dtype(), p.device()));
     }
-    const Tensor all = all_gather_rows(*world_, concat(rows, 0), std::vector<int64_t>(static_cast<size_t>(n), per_rank));
-    for (int64_t s = 0; s < *count_; ++s)
-      if (flagged(s, i)) {
-        const Tensor grad = reshape(slice(all, 0, s, s + 1), p.shape());
+    rows.push_back(reshape(concat(parts, 0), {1, row_length}));
+  }
+  world_->all_gather(flags.data(), flags.size(), all_flags.data(),
+                     std::vector<size_t>(static_cast<size_t>(n), static_cast<size_t>(per_rank) * num_params));
+  const Tensor all = all_gather_rows(*world_, concat(rows, 0), std::vector<int64_t>(static_cast<size_t>(n), per_rank));
+  for (int64_t s = 0; s < *count_; ++s) {
+    const Tensor row = reshape(slice(all, 0, s, s + 1), {row_length});
+    int64_t offset = 0;
+    for (size_t i = 0; i < num_params; ++i) {
+      const Tensor& p = parameters[i];
+      if (all_flags[static_cast<size_t>(s) * num_params + i]) {
+        const Tensor grad = reshape(slice(row, 0, offset, offset + p.numel()), p.shape());
         add_in_order(sums[i], sums[i].defined() ? grad : grad.clone());  // a whole tensor, not a view of `all`
       }
+      offset += p.numel();
+    }
   }
 }
 

@@ -220,11 +220,11 @@ int main(int argc, char** argv) {
     };
     report_attentions("attention", attention_flops, [&] { Tensor z = bf16_attention(qkv, 12); });
     report_product("proj 768->768 + residual", 2 * t * d * d,
-                [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
+                   [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
     report_product("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
     report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
     report_product("fc2 3072->768 + residual", 2 * t * d * 4 * d,
-                [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
+                   [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
     const double block_flops = 24 * t * d * d + attention_flops;
     const double block_ms =
         report_attentions("whole block", block_flops, [&] { Tensor z = block.forward_bf16(x16); });

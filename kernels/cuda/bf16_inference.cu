@@ -1,5 +1,8 @@
 #include "kernels/cuda/bf16_inference.h"
 
+#include <string>
+#include <type_traits>
+
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
@@ -532,40 +535,43 @@ bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim
   return head_dim % 16 == 0 && head_dim >= 16 && head_dim <= 64 && aligned(qkv) && aligned(context);
 }
 
-void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
-                    float scale) {
-  if (!attention_bf16_fuses(qkv, context, head_dim))
-    throw std::invalid_argument("attention_bf16: the fused kernel takes a head size of 16, 32, 48 or 64 and "
-                                "16-byte aligned buffers, got head_dim " + std::to_string(head_dim));
-  if (batch * heads == 0 || tokens == 0) return;
-  switch (head_dim) {
-    case 16:
-      return launch_attention_bf16<16>(qkv, context, batch, tokens, heads, scale);
-    case 32:
-      return launch_attention_bf16<32>(qkv, context, batch, tokens, heads, scale);
-    case 48:
-      return launch_attention_bf16<48>(qkv, context, batch, tokens, heads, scale);
-    default:
-      return launch_attention_bf16<64>(qkv, context, batch, tokens, heads, scale);
-  }
-}
+namespace {
 
-void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
-                          int64_t head_dim, float scale) {
+// launch(std::integral_constant<int, HD>{}) for the head size of a fused kernel (`name`), after
+// checking that the kernels take it; nothing for an empty input.
+template <class Launch>
+void with_fused_head_dim(const char* name, const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
+                         int64_t heads, int64_t head_dim, Launch launch) {
   if (!attention_bf16_fuses(qkv, context, head_dim))
-    throw std::invalid_argument("attention_bf16_flash: takes a head size of 16, 32, 48 or 64 and 16-byte aligned "
+    throw std::invalid_argument(std::string(name) + ": takes a head size of 16, 32, 48 or 64 and 16-byte aligned " +
                                 "buffers, got head_dim " + std::to_string(head_dim));
   if (batch * heads == 0 || tokens == 0) return;
   switch (head_dim) {
     case 16:
-      return launch_attention_bf16_flash<16>(qkv, context, batch, tokens, heads, scale);
+      return launch(std::integral_constant<int, 16>{});
     case 32:
-      return launch_attention_bf16_flash<32>(qkv, context, batch, tokens, heads, scale);
+      return launch(std::integral_constant<int, 32>{});
     case 48:
-      return launch_attention_bf16_flash<48>(qkv, context, batch, tokens, heads, scale);
+      return launch(std::integral_constant<int, 48>{});
     default:
-      return launch_attention_bf16_flash<64>(qkv, context, batch, tokens, heads, scale);
+      return launch(std::integral_constant<int, 64>{});
   }
+}
+
+}  // namespace
+
+void attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
+                    float scale) {
+  with_fused_head_dim("attention_bf16", qkv, context, batch, tokens, heads, head_dim, [&](auto hd) {
+    launch_attention_bf16<decltype(hd)::value>(qkv, context, batch, tokens, heads, scale);
+  });
+}
+
+void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                          int64_t head_dim, float scale) {
+  with_fused_head_dim("attention_bf16_flash", qkv, context, batch, tokens, heads, head_dim, [&](auto hd) {
+    launch_attention_bf16_flash<decltype(hd)::value>(qkv, context, batch, tokens, heads, scale);
+  });
 }
 
 void attention_bf16_unfused(const bf16* qkv, bf16* scores, bf16* context, int64_t batch, int64_t tokens,

@@ -86,7 +86,8 @@ class MemoryBank {
   Split split(const std::vector<int64_t>& samples) const;
   // Every rank's answers (`own`, this rank's, [own rows, ...] on the device) in query order.
   Tensor gather_answers(const Split& split, const Tensor& own) const;
-  // Every rank's rows of a per-sample tensor of its rings, in sample order, on every rank's host.
+  // Every rank's rows of a per-sample tensor of its rings, in sample order, on every rank (on the
+  // device of `own`).
   Tensor gather_samples(const Tensor& own) const;
   HostIndex host_index(const Tensor& sample_index) const;
   void check_samples(const char* op, const Tensor& sample_index) const;

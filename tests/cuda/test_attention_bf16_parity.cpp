@@ -52,63 +52,46 @@ void check_path(const Tensor& qkv, int64_t heads, const std::string& path) {
   CHECK(recording.names() == std::vector<std::string>{path});
 }
 
-}  // namespace
+struct AttentionCase {
+  int64_t batch, tokens, heads, head_dim;
+};
+// T = 5: a single partial tile of keys and of queries; 17 and 64: one step of 64 keys; 70: a second
+// step with 6 keys; 130 and 197: three and four steps, queries past the last token in the last
+// warp; every head size the fused kernels take.
+constexpr AttentionCase kAttentionCases[] = {{2, 5, 2, 32},  {1, 17, 2, 64},  {2, 64, 1, 48},
+                                             {2, 70, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
 
-TEST_CASE("cuda parity: fused bf16 attention at T = 5, 17, 64, 130, 197 and head sizes 16 to 64") {
-  if (!testing::cpu_runs_bf16_products()) return;
-  struct Case {
-    int64_t batch, tokens, heads, head_dim;
-  };
-  const Case cases[] = {{2, 5, 2, 32}, {1, 17, 2, 64}, {2, 64, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
-  uint64_t seed = 100;
-  for (const Case& c : cases) {
-    const std::string name = "fused bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
+// The selected fused kernel (profiler range `path`) against the CPU reference at every case, then
+// with rising scores: tokens scaled from 0.5 up to 3, so later keys give larger scores and every
+// step of 64 keys rescales what the earlier ones accumulated.
+void check_fused_kernel(const std::string& label, const std::string& path, uint64_t seed) {
+  for (const AttentionCase& c : kAttentionCases) {
+    const std::string name = label + " bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
                              " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
     const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed);
-    check_path(qkv, c.heads, "attention_bf16");
+    check_path(qkv, c.heads, path);
     check_cuda_forward_parity(name, [&](auto& x) { return attention(x[0], c.heads); }, {qkv}, fused_atol(2),
                               fused_rtol);
   }
-}
-
-TEST_CASE("cuda parity: fused bf16 attention when each step of keys raises the running max") {
-  if (!testing::cpu_runs_bf16_products()) return;
-  // Tokens scaled from 0.5 up to 3: later keys give larger scores, so every step of 64 keys
-  // rescales what the earlier ones accumulated.
   const int64_t tokens = 197;
   std::vector<float> ramp;
   for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
-  const Tensor scale = from_vector(ramp, {1, tokens, 1});
-  check_cuda_forward_parity("fused bf16_attention, rising scores",
-                            [](auto& x) { return attention(x[0] * x[1], 2); },
-                            {random_qkv(2, tokens, 2, 32, 7), scale}, fused_atol(6), fused_rtol);
+  check_cuda_forward_parity(label + " bf16_attention, rising scores", [](auto& x) { return attention(x[0] * x[1], 2); },
+                            {random_qkv(2, tokens, 2, 32, ++seed), from_vector(ramp, {1, tokens, 1})}, fused_atol(6),
+                            fused_rtol);
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: fused bf16 attention (WMMA) at T = 5 to 197, head sizes 16 to 64, rising scores") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  check_fused_kernel("fused", "attention_bf16", 100);
 }
 
 TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at T = 5 to 197, head sizes 16 to 64") {
   if (!testing::cpu_runs_bf16_products()) return;
   const ScopedEngineSettings flash(&EngineSettings::attention, AttentionAlgorithm::flash);
-  struct Case {
-    int64_t batch, tokens, heads, head_dim;
-  };
-  // T = 70: a second step of 64 keys with 6 valid; T = 130 and 197: three and four steps, queries
-  // past the last token in the last warp; T = 5: a single partial tile of keys and of queries.
-  const Case cases[] = {{2, 5, 2, 32}, {1, 17, 2, 64}, {2, 70, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
-  uint64_t seed = 200;
-  for (const Case& c : cases) {
-    const std::string name = "flash bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
-                             " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
-    const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed);
-    check_path(qkv, c.heads, "attention_bf16_flash");
-    check_cuda_forward_parity(name, [&](auto& x) { return attention(x[0], c.heads); }, {qkv}, fused_atol(2),
-                              fused_rtol);
-  }
-  // Rising scores: every step of keys raises the running max, so the accumulators are rescaled.
-  const int64_t tokens = 197;
-  std::vector<float> ramp;
-  for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
-  check_cuda_forward_parity("flash bf16_attention, rising scores", [](auto& x) { return attention(x[0] * x[1], 2); },
-                            {random_qkv(2, tokens, 2, 32, 8), from_vector(ramp, {1, tokens, 1})}, fused_atol(6),
-                            fused_rtol);
+  check_fused_kernel("flash", "attention_bf16_flash", 200);
   // Head size 8 falls back to the unfused path, as with the fused kernel.
   check_path(random_qkv(1, 9, 2, 8, 9), 2, "attention_bf16_unfused");
 }
@@ -156,12 +139,8 @@ std::vector<float> host_attention(const Tensor& qkv, int64_t heads) {
 }  // namespace
 
 TEST_CASE("bf16 attention: the flash and fused kernels against a host reference without oneDNN") {
-  struct Case {
-    int64_t batch, tokens, heads, head_dim;
-  };
-  const Case cases[] = {{2, 5, 2, 32}, {1, 70, 1, 48}, {1, 130, 2, 16}, {1, 197, 2, 64}};
   uint64_t seed = 300;
-  for (const Case& c : cases)
+  for (const AttentionCase& c : kAttentionCases)
     for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused}) {
       CAPTURE(c.tokens);
       CAPTURE(c.head_dim);
@@ -195,7 +174,7 @@ TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for 
                             unfused_tolerance, unfused_tolerance);
 }
 
-TEST_CASE("the fused attention kernel refuses head sizes and buffers it does not take") {
+TEST_CASE("the fused attention kernels refuse head sizes and buffers they do not take") {
   const Tensor qkv = random_qkv(1, 5, 2, 64, 40).to(DType::bf16).to(Device::cuda());
   Tensor context = empty({1, 5, 128}, DType::bf16, Device::cuda());
   for (int64_t head_dim : {8, 80, 128}) CHECK_FALSE(cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), head_dim));
@@ -204,5 +183,8 @@ TEST_CASE("the fused attention kernel refuses head sizes and buffers it does not
   CHECK_THROWS_WITH_AS(cuda::attention_bf16(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 1, 128, 0.1f),
                        doctest::Contains("takes a head size of 16, 32, 48 or 64 and 16-byte aligned buffers, got "
                                          "head_dim 128"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(cuda::attention_bf16_flash(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 1, 128, 0.1f),
+                       doctest::Contains("attention_bf16_flash: takes a head size of 16, 32, 48 or 64"),
                        std::invalid_argument);
 }

@@ -13,6 +13,7 @@
 #include "engine/nccl_transport.h"
 #include "engine/ops.h"
 #include "engine/shards.h"
+#include "kernels/cuda/nccl.h"
 #include "tests/gradcheck.h"
 #include "tests/thread_world.h"
 
@@ -138,4 +139,26 @@ TEST_CASE("nccl transport: a library that does not load leaves every rank withou
   CHECK(reasons[0] == reasons[1]);
   CHECK(reasons[0].find("rank 0 of 2: NCCL could not be loaded: /nonexistent/libnccl.so.2") != std::string::npos);
   CHECK(reasons[0].find("rank 1 of 2:") != std::string::npos);
+}
+
+TEST_CASE("nccl transport: ranks that disagree on a call get an error from the emulated NCCL, not a hang") {
+  // Rank 0 expects 4 bytes from each rank (NCCL's all-gather); rank 1 sends 8 (a group of
+  // broadcasts): the calls differ, which NCCL would not notice (it would hang or corrupt memory).
+  const cuda::NcclId id = cuda::nccl_unique_id();
+  std::mutex mutex;
+  std::vector<std::string> errors(2);
+  ThreadWorld(2).run([&](Collective& rank) {
+    cuda::NcclCommunicator communicator(id, rank.rank(), 2);
+    const std::vector<size_t> counts = rank.rank() == 0 ? std::vector<size_t>{4, 4} : std::vector<size_t>{4, 8};
+    Tensor send = zeros({static_cast<int64_t>(counts[static_cast<size_t>(rank.rank())])}, DType::u8, Device::cuda());
+    Tensor receive = zeros({12}, DType::u8, Device::cuda());
+    try {
+      communicator.all_gather(send.raw_data(), send.nbytes(), receive.raw_data(), counts);
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(mutex);
+      errors[static_cast<size_t>(rank.rank())] = e.what();
+    }
+  });
+  for (const std::string& error : errors)
+    CHECK(error.find("invalid usage (the ranks made different calls") != std::string::npos);
 }

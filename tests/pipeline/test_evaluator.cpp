@@ -39,6 +39,19 @@ std::vector<int64_t> every_image() {
   return indices;
 }
 
+ImageCacheOptions resized_to_16() {
+  ImageCacheOptions options;
+  options.resize_size = 16;
+  return options;
+}
+
+// The images, all of them evaluated, and their cache.
+struct CachedImages {
+  Dataset dataset = random_images();
+  std::vector<int64_t> indices = every_image();
+  ImageCache cache{dataset, indices, resized_to_16()};
+};
+
 // Patches of 7: 1 + 4 tokens of 16 values per image; blocks 0 and 1 frozen.
 std::unique_ptr<SimGCDModel> small_model() {
   ModelConfig config = parse_model_config("img=14,patch=7,dim=16,depth=3,heads=2,chans=1");
@@ -63,11 +76,9 @@ EvaluationOptions small_options(int64_t budget, Device device = Device::cpu()) {
 }  // namespace
 
 TEST_CASE("evaluator: cached frozen tokens (memory or file) give the predictions of a full forward pass") {
-  const Dataset d = random_images();
-  const std::vector<int64_t> indices = every_image();
-  ImageCacheOptions cache_options;
-  cache_options.resize_size = 16;
-  const ImageCache cache(d, indices, cache_options);
+  const CachedImages images;
+  const ImageCache& cache = images.cache;
+  const std::vector<int64_t>& indices = images.indices;
   const std::unique_ptr<SimGCDModel> model = small_model();
 
   // The reference: every test view through the whole model.
@@ -112,11 +123,9 @@ bool emulated() { return emu::emulated_device_count() > 0; }
 }  // namespace
 
 TEST_CASE("evaluator: on a GPU the cached tokens stay in its memory when they take at most a quarter of what is free") {
-  const Dataset d = random_images();
-  const std::vector<int64_t> indices = every_image();
-  ImageCacheOptions cache_options;
-  cache_options.resize_size = 16;
-  const ImageCache cache(d, indices, cache_options);
+  const CachedImages images;
+  const ImageCache& cache = images.cache;
+  const std::vector<int64_t>& indices = images.indices;
   const std::unique_ptr<SimGCDModel> model = small_model();
   model->to(Device::cuda());
   EvaluationSet on_device(cache, indices, small_options(int64_t{1} << 30, Device::cuda()));
@@ -134,11 +143,9 @@ TEST_CASE("evaluator: on a GPU the cached tokens stay in its memory when they ta
 }
 
 TEST_CASE("evaluator: under bf16 products the cached tokens are bf16: half the bytes, the same results") {
-  const Dataset d = random_images();
-  const std::vector<int64_t> indices = every_image();
-  ImageCacheOptions cache_options;
-  cache_options.resize_size = 16;
-  const ImageCache cache(d, indices, cache_options);
+  const CachedImages images;
+  const ImageCache& cache = images.cache;
+  const std::vector<int64_t>& indices = images.indices;
   // The tokens take 23 · 5 · 16 · 4 = 7,360 bytes in f32, 3,680 in bf16.
   constexpr int64_t budget = 4000;
   const EmulatedDeviceMemory none(0);  // the host's cache on the emulated GPU too
