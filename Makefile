@@ -73,6 +73,7 @@ GPU_LIB   := $(BUILD)/libmcdl_cuda.a
 TOOL_LIB  := $(BUILD)/libmcdl_tools.a
 TESTS     := $(BUILD)/mcdl_tests
 NCCL_EMU  := $(BUILD)/libmcdl_nccl_emu.so
+CUDNN_EMU := $(BUILD)/libmcdl_cudnn_emu.so
 GPU_TESTS := $(BUILD)/mcdl_tests_gpu
 BENCH     := $(BUILD)/bench_linear
 # A whole training step (ViT-B/16 + SimGCD, and + MCDL) on either device, against PyTorch.
@@ -210,7 +211,7 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(TOOL_LIB) $(LIB) $(EMU_LIB)
 .SECONDEXPANSION:
 $(BUILD)/tests_%: $$(addprefix $(BUILD)/,$$(subst .cpp,.o,$$(wildcard tests/$$*/*.cpp))) $(BUILD)/tests/test_main.o \
                   $(BUILD)/tests/gradcheck.o $(BUILD)/tests/cuda/parity.o $(BUILD)/tests/main/emulated_device.o \
-                  $(TOOL_LIB) $(LIB) $(EMU_LIB) | $(NCCL_EMU)
+                  $(TOOL_LIB) $(LIB) $(EMU_LIB) | $(NCCL_EMU) $(CUDNN_EMU)
 	$(CXX) $^ $(LDLIBS) -o $@
 
 $(EMU_LIB): $(EMU_OBJS)
@@ -221,12 +222,17 @@ $(GPU_LIB): $(GPU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(TESTS): $(TEST_OBJS) $(BUILD)/tests/main/emulated_device.o $(TOOL_LIB) $(LIB) $(EMU_LIB) | $(NCCL_EMU)
+$(TESTS): $(TEST_OBJS) $(BUILD)/tests/main/emulated_device.o $(TOOL_LIB) $(LIB) $(EMU_LIB) | $(NCCL_EMU) $(CUDNN_EMU)
 	$(CXX) $^ $(LDLIBS) -o $@
 
 # The emulated NCCL (kernels/emu/nccl_emu.cpp), which the emulator build loads at run time from
 # next to its executable as the GPU build loads libnccl.so.2.
 $(NCCL_EMU): kernels/emu/nccl_emu.cpp kernels/emu/nccl_api.h | check-deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -shared -fPIC $< -o $@
+
+# The emulated cuDNN (kernels/emu/cudnn_emu.cpp), loaded the same way in place of libcudnn.so.9.
+$(CUDNN_EMU): kernels/emu/cudnn_emu.cpp kernels/emu/cudnn_api.h kernels/bf16.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -shared -fPIC $< -o $@
 

@@ -23,9 +23,12 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // [B·H, T, T] scores in memory, the softmax through each warp's shared memory; head sizes 16 to 64
 // in steps of 16, other sizes take the unfused path), flash (the same sizes, FlashAttention-2's
 // arrangement on mma.sync: scores, softmax and numerators in registers; not yet timed on a GPU, so
-// not the default), or unfused (two batched cuBLAS products with a softmax kernel between them,
-// the scores rounded to bf16 in a scratch of B·H·T·T). `make bench-gpu` times all three.
-enum class AttentionAlgorithm : uint8_t { fused, unfused, flash };
+// not the default), cudnn (cuDNN's fused scaled-dot-product attention, its flash-attention engine,
+// loaded at run time; where cuDNN is missing or offers no plan for a shape, the fused kernel runs
+// instead, with a note on stderr once per reason; not yet timed on a GPU), or unfused (two batched
+// cuBLAS products with a softmax kernel between them, the scores rounded to bf16 in a scratch of
+// B·H·T·T). `make bench-gpu` times all four.
+enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn };
 
 // One-byte enums: the whole struct fits 8 bytes, a lock-free atomic. alignas(8): with only its
 // members' 4-byte alignment clang compiles libstdc++'s atomic load and store of it into calls to

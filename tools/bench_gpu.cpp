@@ -14,6 +14,8 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/settings.h"
+#include "kernels/cuda/bf16_inference.h"
+#include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/block.h"
 
@@ -204,14 +206,23 @@ int main(int argc, char** argv) {
     report_product("qkv 768->2304", 2 * t * d * 3 * d, [&] { Tensor z = block.attn.qkv.forward_bf16(normed); });
     // The attention and the whole block with each attention algorithm (EngineSettings::attention):
     // [unfused] two batched cuBLAS products and a softmax kernel, [flash] the mma.sync kernel with
-    // the softmax in registers, [fused] one WMMA kernel (the default).
+    // the softmax in registers, [fused] one WMMA kernel (the default), [cudnn] cuDNN's fused
+    // attention where it offers a plan (bf16_attention would otherwise run the fused kernel).
     const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
-    // Returns the faster of the two fused kernels' times.
+    std::string cudnn_refusal;
+    if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 128, 197, 12, 64, &cudnn_refusal))
+      std::printf("%-28s %s\n", "cuDNN", cuda::cudnn_description().c_str());
+    // Returns the fastest time of the fused algorithms (every one but unfused).
     auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
       double fused_ms = 1e30;
       for (const auto& [algorithm, label] : {std::pair{AttentionAlgorithm::unfused, " [unfused]"},
                                              std::pair{AttentionAlgorithm::flash, " [flash]"},
-                                             std::pair{AttentionAlgorithm::fused, " [fused]"}}) {
+                                             std::pair{AttentionAlgorithm::fused, " [fused]"},
+                                             std::pair{AttentionAlgorithm::cudnn, " [cudnn]"}}) {
+        if (algorithm == AttentionAlgorithm::cudnn && !cudnn_refusal.empty()) {
+          std::printf("%-28s unavailable: %s\n", (name + label).c_str(), cudnn_refusal.c_str());
+          continue;
+        }
         const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
         const double ms = report_gemm((name + label).c_str(), flops, work);
         if (algorithm != AttentionAlgorithm::unfused) fused_ms = std::min(fused_ms, ms);

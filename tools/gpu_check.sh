@@ -37,6 +37,23 @@ stage() {
 }
 wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
+# locate_library VARIABLE FILE PIP_PACKAGE: a library the engine loads at run time (NCCL, cuDNN)
+# from the loader's path, else the CUDA toolkit's or pip's copy (PyTorch's nvidia-* wheels),
+# exported in VARIABLE.
+locate_library() {
+  local variable=$1 file=$2 package=$3
+  [ -n "${!variable:-}" ] && return
+  ldconfig -p | grep -q "$file " && return
+  local found
+  found=$( (ls /usr/local/cuda*/lib64/"$file" /usr/lib/x86_64-linux-gnu/"$file" 2>/dev/null
+    python3 -c "import nvidia.$package, os; print(os.path.join(nvidia.$package.__path__[0], 'lib', '$file'))" \
+      2>/dev/null) | head -1)
+  [ -n "$found" ] && export "$variable=$found"
+  say "$file: ${found:-not found}"
+}
+# cuDNN for the cudnn attention (bench_gpu's [cudnn] rows, the GPU suite's cuDNN tests).
+locate_library MCDL_CUDNN_LIBRARY libcudnn.so.9 cudnn
+
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
 
@@ -150,13 +167,7 @@ mpi_runs() {
   local common="fmnist-pairs --data-root .gpu/fmnist --model img=56,patch=14,dim=64,depth=2,heads=2,chans=1
     --image-size 56 --max-train 1200 --epochs 2 --batch-size 64 --shards 2 --mu 1 --mcdl-start 0
     --warmup-teacher-epochs 1 --device cuda --progress false --grad-from-block 0"
-  # NCCL from the loader's path, else the CUDA toolkit's or pip's copy.
-  if [ -z "${MCDL_NCCL_LIBRARY:-}" ] && ! ldconfig -p | grep -q 'libnccl.so.2 '; then
-    MCDL_NCCL_LIBRARY=$( (ls /usr/local/cuda*/lib64/libnccl.so.2 2>/dev/null;
-      python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null) | head -1)
-    export MCDL_NCCL_LIBRARY
-    echo "NCCL library: ${MCDL_NCCL_LIBRARY:-none found}"
-  fi
+  locate_library MCDL_NCCL_LIBRARY libnccl.so.2 nccl
   export MCDL_NCCL_LIBRARY=${MCDL_NCCL_LIBRARY:-}  # set, even if empty, for mpirun -x
   rm -rf /tmp/mpi-1 /tmp/mpi-host /tmp/mpi-nccl
   local status=0

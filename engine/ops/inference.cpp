@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "engine/backend.h"
 #include "engine/dispatch.h"
@@ -23,6 +27,14 @@ void check_product_parameter(const char* op, const Tensor& p) {
   check_defined(op, p, "parameter");
   check(p.dtype() == DType::f32 || p.dtype() == DType::bf16, op, ": expected an f32 or bf16 parameter, got ", p);
   check(!p.requires_grad(), op, ": forward only (the frozen blocks), but parameter ", p, " requires a gradient");
+}
+
+// A fallback worth telling once: on stderr the first time each distinct message comes.
+void note_once(const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  const std::lock_guard lock(mutex);
+  if (said.insert(message).second) std::fprintf(stderr, "note: %s\n", message.c_str());
 }
 
 }  // namespace
@@ -123,6 +135,15 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const AttentionAlgorithm algorithm = engine_settings().attention;
+  if (qkv.device().is_cuda() && algorithm == AttentionAlgorithm::cudnn) {
+    std::string why;
+    if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, &why)) {
+      const ProfileRange range(qkv.device(), "attention_bf16_cudnn");
+      cuda::attention_bf16_cudnn(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
+      return context;
+    }
+    note_once(why + "; the engine's fused attention runs instead");
+  }
   const bool fused = algorithm != AttentionAlgorithm::unfused &&
                      cuda::attention_bf16_fuses(qkv.ptr<bf16>(), context.ptr<bf16>(), hd);
   if (qkv.device().is_cuda() && fused && algorithm == AttentionAlgorithm::flash) {

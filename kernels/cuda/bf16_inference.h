@@ -5,6 +5,7 @@
 // Launches are queued on the engine stream. Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kernels/bf16.h"
 
@@ -33,6 +34,16 @@ bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim
 // registers; kernels/cuda/bf16_inference.cu), for what attention_bf16_fuses accepts: the same
 // roundings as the fused kernel, with sums in another order.
 void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                          int64_t head_dim, float scale);
+// The same through cuDNN's fused scaled-dot-product attention (kernels/cuda/cudnn_attention.cu):
+// its flash-attention engine, fp32 scores and softmax, the probabilities rounded to bf16 for the
+// product with v. attention_bf16_cudnn_supported says whether cuDNN offers a plan for the shape
+// (building and keeping it on first ask) and the buffers suit it (head size a multiple of 8,
+// 16-byte aligned); where not, `why` says why (the library missing included).
+// attention_bf16_cudnn throws std::invalid_argument with that reason.
+bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
+                                    int64_t heads, int64_t head_dim, std::string* why);
+void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                           int64_t head_dim, float scale);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
 // the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)

@@ -1,16 +1,13 @@
 #include "kernels/cuda/nccl.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/runtime_library.h"
 
 #ifdef __CUDACC__
 #include <nccl.h>
@@ -20,19 +17,6 @@
 
 namespace mcdl::cuda {
 namespace {
-
-#ifdef __CUDACC__
-constexpr bool kEmulated = false;
-#else
-constexpr bool kEmulated = true;
-#endif
-
-std::string default_library() {
-  if (!kEmulated) return "libnccl.so.2";
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "libmcdl_nccl_emu.so" : (exe.parent_path() / "libmcdl_nccl_emu.so").string();
-}
 
 // The functions the engine calls, resolved from the loaded file.
 struct NcclLibrary {
@@ -53,7 +37,7 @@ struct NcclLibrary {
 
 template <typename F>
 void resolve(void* handle, const std::string& path, const char* name, F& into, bool required = true) {
-  into = reinterpret_cast<F>(dlsym(handle, name));
+  into = reinterpret_cast<F>(runtime_library_symbol(handle, name));
   if (!into && required)
     throw std::runtime_error(path + " has no " + name + ": it is not NCCL 2.12 or newer; install a current NCCL or " +
                              "point MCDL_NCCL_LIBRARY at one");
@@ -62,13 +46,11 @@ void resolve(void* handle, const std::string& path, const char* name, F& into, b
 NcclLibrary load(const std::string& path) {
   NcclLibrary lib;
   lib.path = path;
-  void* handle = dlopen(lib.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    throw std::runtime_error(
-        "NCCL could not be loaded: " + std::string(dlerror()) +
-        (kEmulated ? "\nthe emulated NCCL is built by `make` next to the test binary; MCDL_NCCL_LIBRARY names another file"
-                   : "\ninstall NCCL (it comes with the CUDA toolkit's NCCL package, or pip's nvidia-nccl-cu13), put it "
-                     "on LD_LIBRARY_PATH or name the file in MCDL_NCCL_LIBRARY; or pass --gpu-collectives host"));
+  void* handle = open_runtime_library(
+      lib.path, "NCCL",
+      kEmulatedRuntime ? "the emulated NCCL is built by `make` next to the test binary; MCDL_NCCL_LIBRARY names another file"
+                       : "install NCCL (it comes with the CUDA toolkit's NCCL package, or pip's nvidia-nccl-cu13), put it "
+                         "on LD_LIBRARY_PATH or name the file in MCDL_NCCL_LIBRARY; or pass --gpu-collectives host");
   resolve(handle, lib.path, "ncclGetVersion", lib.get_version);
   resolve(handle, lib.path, "ncclGetUniqueId", lib.get_unique_id);
   resolve(handle, lib.path, "ncclCommInitRank", lib.comm_init_rank);
@@ -79,7 +61,7 @@ NcclLibrary load(const std::string& path) {
   resolve(handle, lib.path, "ncclAllGather", lib.all_gather);
   resolve(handle, lib.path, "ncclGroupStart", lib.group_start);
   resolve(handle, lib.path, "ncclGroupEnd", lib.group_end);
-  lib.emulated = dlsym(handle, "mcdl_nccl_emulated") != nullptr;
+  lib.emulated = runtime_library_symbol(handle, "mcdl_nccl_emulated") != nullptr;
   if (lib.get_version(&lib.version) != ncclSuccess) throw std::runtime_error(lib.path + ": ncclGetVersion failed");
   return lib;  // the handle stays open for the life of the process
 }
@@ -88,8 +70,7 @@ NcclLibrary load(const std::string& path) {
 const NcclLibrary& library() {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<const NcclLibrary>> loaded;
-  const char* named = std::getenv("MCDL_NCCL_LIBRARY");
-  const std::string path = named && *named ? named : default_library();
+  const std::string path = runtime_library_path("MCDL_NCCL_LIBRARY", "libnccl.so.2", "libmcdl_nccl_emu.so");
   const std::lock_guard lock(mutex);
   auto& entry = loaded[path];
   if (!entry) entry = std::make_unique<const NcclLibrary>(load(path));

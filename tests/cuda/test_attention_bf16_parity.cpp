@@ -1,16 +1,20 @@
 // bf16_attention (engine/ops/inference.h) on the CUDA device against the CPU reference: the fused
 // tensor-core kernel at several shapes (T not a multiple of 16, one or several steps of 64 keys,
-// every head size it takes), the unfused path when selected, and the unfused fallback for head
-// sizes the fused kernel does not take. Which path ran is read from the profiler ranges.
+// every head size it takes), the flash kernel and cuDNN's fused attention (through the emulated
+// cuDNN, or the real one in the GPU binary), the unfused path when selected, and the unfused
+// fallback for head sizes the fused kernel does not take. Which path ran is read from the profiler
+// ranges.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "engine/ops.h"
 #include "kernels/cuda/bf16_inference.h"
+#include "kernels/cuda/cudnn.h"
 #include "kernels/emu/profile_ranges.h"
 #include "kernels/emu/runtime_api.h"
 #include "tests/bf16_support.h"
@@ -138,13 +142,13 @@ std::vector<float> host_attention(const Tensor& qkv, int64_t heads) {
 
 }  // namespace
 
-TEST_CASE("bf16 attention: the flash and fused kernels against a host reference without oneDNN") {
+TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a host reference without oneDNN") {
   uint64_t seed = 300;
   for (const AttentionCase& c : kAttentionCases)
-    for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused}) {
+    for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused, AttentionAlgorithm::cudnn}) {
       CAPTURE(c.tokens);
       CAPTURE(c.head_dim);
-      CAPTURE(algorithm == AttentionAlgorithm::flash);
+      CAPTURE(static_cast<int>(algorithm));
       const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
       const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed).to(DType::bf16).to(DType::f32);
       const std::vector<float> expected = host_attention(qkv, c.heads);
@@ -187,4 +191,52 @@ TEST_CASE("the fused attention kernels refuse head sizes and buffers they do not
   CHECK_THROWS_WITH_AS(cuda::attention_bf16_flash(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 1, 128, 0.1f),
                        doctest::Contains("attention_bf16_flash: takes a head size of 16, 32, 48 or 64"),
                        std::invalid_argument);
+}
+
+// cuDNN's attention takes every case above (its plan built through the emulated cuDNN, or the
+// real one on a GPU, where a refusal would otherwise pass unseen: bf16_attention falls back to the
+// fused kernel), and bf16_attention runs it, in the profiler range "attention_bf16_cudnn" alone.
+TEST_CASE("cuDNN's fused attention: a plan for every case, and bf16_attention runs it") {
+  bool every = true;
+  for (const AttentionCase& c : kAttentionCases) {
+    const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, 50).to(DType::bf16).to(Device::cuda());
+    const Tensor context = empty({c.batch, c.tokens, c.heads * c.head_dim}, DType::bf16, Device::cuda());
+    std::string why;
+    const bool supported = cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), c.batch,
+                                                                c.tokens, c.heads, c.head_dim, &why);
+    CHECK_MESSAGE(supported, why);
+    every = every && supported;
+  }
+  if (every) MESSAGE(cuda::cudnn_description());
+  const ScopedEngineSettings cudnn(&EngineSettings::attention, AttentionAlgorithm::cudnn);
+  check_path(random_qkv(1, 17, 2, 64, 51), 2, "attention_bf16_cudnn");
+}
+
+namespace {
+// An environment variable set for a scope.
+struct EnvironmentVariable {
+  const char* name;
+  EnvironmentVariable(const char* variable, const char* value) : name(variable) { ::setenv(name, value, 1); }
+  ~EnvironmentVariable() { ::unsetenv(name); }
+};
+}  // namespace
+
+TEST_CASE("cuDNN's attention: the sizes it refuses, a missing library, and the fused kernel instead") {
+  const Tensor qkv = random_qkv(1, 5, 2, 64, 60).to(DType::bf16).to(Device::cuda());
+  Tensor context = empty({1, 5, 128}, DType::bf16, Device::cuda());
+  std::string why;
+  CHECK_FALSE(cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 2, 12, &why));
+  CHECK(why.find("a multiple of 8") != std::string::npos);
+  CHECK_FALSE(cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>() + 1, context.ptr<bf16>(), 1, 5, 2, 64, &why));
+  CHECK(why.find("16-byte aligned") != std::string::npos);
+  CHECK_THROWS_WITH_AS(cuda::attention_bf16_cudnn(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 2, 12, 0.1f),
+                       doctest::Contains("a multiple of 8"), std::invalid_argument);
+  if (emu::emulated_device_count() == 0) return;  // the rest swaps the emulated library
+  const EnvironmentVariable missing("MCDL_CUDNN_LIBRARY", "/nonexistent/libcudnn.so.9");
+  // A shape no plan was cached for: the load is tried, and fails with the loader's reason.
+  CHECK_FALSE(cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 1, 5, 1, 128, &why));
+  CHECK(why.find("cuDNN could not be loaded") != std::string::npos);
+  CHECK(why.find("MCDL_CUDNN_LIBRARY") != std::string::npos);
+  const ScopedEngineSettings cudnn(&EngineSettings::attention, AttentionAlgorithm::cudnn);
+  check_path(random_qkv(1, 7, 3, 32, 61), 3, "attention_bf16");
 }
