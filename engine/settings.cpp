@@ -1,6 +1,7 @@
 #include "engine/settings.h"
 
 #include <atomic>
+#include <stdexcept>
 
 #include "kernels/cuda/launch_config.h"
 
@@ -17,6 +18,23 @@ void make_current(const EngineSettings& settings) {
 }
 
 }  // namespace
+
+const char* attention_algorithm_name(AttentionAlgorithm algorithm) {
+  switch (algorithm) {
+    case AttentionAlgorithm::fused: return "fused";
+    case AttentionAlgorithm::unfused: return "unfused";
+    case AttentionAlgorithm::flash: return "flash";
+    case AttentionAlgorithm::cudnn: return "cudnn";
+  }
+  return "unknown";
+}
+
+AttentionAlgorithm parse_attention_algorithm(const std::string& text) {
+  for (AttentionAlgorithm algorithm :
+       {AttentionAlgorithm::fused, AttentionAlgorithm::unfused, AttentionAlgorithm::flash, AttentionAlgorithm::cudnn})
+    if (text == attention_algorithm_name(algorithm)) return algorithm;
+  throw std::invalid_argument("expected fused, unfused, flash or cudnn, got '" + text + "'");
+}
 
 EngineSettings engine_settings() { return current.load(std::memory_order_relaxed); }
 

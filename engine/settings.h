@@ -9,6 +9,7 @@
 // the new settings whole.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace mcdl {
@@ -27,8 +28,13 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // loaded at run time; where cuDNN is missing or offers no plan for a shape, the fused kernel runs
 // instead, with a note on stderr once per reason; not yet timed on a GPU), or unfused (two batched
 // cuBLAS products with a softmax kernel between them, the scores rounded to bf16 in a scratch of
-// B·H·T·T). `make bench-gpu` times all four.
+// B·H·T·T). `make bench-gpu` times all four; the tools take the run's choice from $MCDL_ATTENTION
+// (tools/common/cli.h).
 enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn };
+// "fused", "unfused", "flash", "cudnn"; parse_attention_algorithm throws std::invalid_argument
+// naming the choices when the text is none of them.
+const char* attention_algorithm_name(AttentionAlgorithm algorithm);
+AttentionAlgorithm parse_attention_algorithm(const std::string& text);
 
 // One-byte enums: the whole struct fits 8 bytes, a lock-free atomic. alignas(8): with only its
 // members' 4-byte alignment clang compiles libstdc++'s atomic load and store of it into calls to

@@ -59,20 +59,23 @@ say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", tor
 
 wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
 
-# epoch_run PRECISION: two epochs of SimGCD + MCDL on ViT-B/16 (random weights). The epoch scores
-# the unlabelled images only, the workload the performance issue defines and earlier reports
-# timed (the test split would add an evaluation of its 5,794 images).
+# epoch_run PRECISION [ATTENTION]: two epochs of SimGCD + MCDL on ViT-B/16 (random weights), the
+# frozen blocks' attention MCDL_ATTENTION's (default: the engine's). The epoch scores the
+# unlabelled images only, the workload the performance issue defines and earlier reports timed
+# (the test split would add an evaluation of its 5,794 images).
 epoch_run() {
-  ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
-    --precision "$1" --progress false --eval-on unlabelled --out "/tmp/run-$1" &&
+  local run="/tmp/run-$1${2:+-$2}"
+  MCDL_ATTENTION=${2:-} ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
+    --precision "$1" --progress false --eval-on unlabelled --out "$run" &&
     for column in train_seconds eval_seconds eval_features_seconds eval_cluster_seconds eval_report_seconds seconds; do
-      echo "$column per epoch ($1): $(cut -d, -f"$(head -1 "/tmp/run-$1/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "/tmp/run-$1/metrics.csv" | tail -n +2 | tr '\n' ' ')"
+      echo "$column per epoch ($1${2:+, $2 attention}): $(cut -d, -f"$(head -1 "$run/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "$run/metrics.csv" | tail -n +2 | tr '\n' ' ')"
     done &&
-    du -sh "/tmp/run-$1/checkpoints"
+    du -sh "$run/checkpoints"
 }
 if wants epoch; then
   [ -d /tmp/cub ] || stage synthetic-cub python3 tools/make_synthetic_cub.py /tmp/cub
   for precision in fp32 bf16; do stage "epoch-$precision" epoch_run "$precision"; done
+  stage epoch-bf16-cudnn epoch_run bf16 cudnn
 fi
 
 if wants fidelity && [ -d /tmp/run-fp32 ]; then
@@ -88,10 +91,17 @@ print(sorted(os.listdir("/tmp/photos")))'
     stage "features-$precision" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos --raw \
       --precision "$precision" -o "/tmp/features-$precision.npy"
   done
+  for attention in flash cudnn; do
+    MCDL_ATTENTION=$attention stage "features-bf16-$attention" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos \
+      --raw --precision bf16 -o "/tmp/features-bf16-$attention.npy"
+  done
   stage fidelity python3 -c '
-import numpy as np
+import os, numpy as np
 ref = np.load("/tmp/features-fp32.npy")
-for p in ("tf32", "bf16"):
+for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn"):
+    if not os.path.exists(f"/tmp/features-{p}.npy"):
+        print(f"{p}: no features (see its stage)")
+        continue
     f = np.load(f"/tmp/features-{p}.npy")
     cos = (ref * f).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(f, axis=1)
     print(f"{p}: CLS cosine to fp32 over {len(cos)} photos: min {cos.min():.6f}, mean {cos.mean():.6f}")'

@@ -91,5 +91,13 @@ TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit")
     CHECK(outcome.err.find("error: ") != std::string::npos);
     for (const std::string& word : row.says) CHECK(outcome.err.find(word) != std::string::npos);
   }
+  // An attention algorithm the engine does not have, through the environment.
+  const testing::CommandOutcome outcome = testing::run_command(
+      "MCDL_ATTENTION=fast " + testing::tool_binary("mcdl_train") + " folder --data-root " + good.string() + small +
+          " --out " + (scratch / "attention").string(),
+      scratch / "stderr.txt");
+  CHECK(outcome.status == 1);
+  CHECK(outcome.err.find("error: MCDL_ATTENTION: expected fused, unfused, flash or cudnn, got 'fast'") !=
+        std::string::npos);
   fs::remove_all(scratch);
 }

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
+#include <string>
 
 #include "engine/collective.h"
 #include "engine/device.h"
+#include "engine/settings.h"
 #include "mcdl/run/stop_request.h"
 
 namespace mcdl::tools {
@@ -19,6 +22,18 @@ extern "C" void on_interrupt(int) {
   request_stop();
   static const char message[] = "\nstopping after the current step; once more to quit at once\n";
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+}
+
+// $MCDL_ATTENTION, else the engine's default: how the frozen blocks' bf16 attention runs on a GPU
+// (engine/settings.h), for the run's comparisons of the algorithms.
+AttentionAlgorithm attention_from_environment() {
+  const char* text = std::getenv("MCDL_ATTENTION");
+  if (!text || !*text) return engine_settings().attention;
+  try {
+    return parse_attention_algorithm(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("MCDL_ATTENTION: ") + e.what() + "; unset it for the default");
+  }
 }
 
 }  // namespace
@@ -38,6 +53,7 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   std::signal(SIGXFSZ, SIG_IGN);
   int status = 1;
   try {
+    const ScopedEngineSettings attention(&EngineSettings::attention, attention_from_environment());
     status = run(argc, argv);
   } catch (const std::exception& e) {
     if (Collective* world = multi_process_world()) {
