@@ -232,9 +232,10 @@ $(NCCL_EMU): kernels/emu/nccl_emu.cpp kernels/emu/nccl_api.h | check-deps
 	$(CXX) $(CXXFLAGS) -shared -fPIC $< -o $@
 
 # The emulated cuDNN (kernels/emu/cudnn_emu.cpp), loaded the same way in place of libcudnn.so.9.
-$(CUDNN_EMU): kernels/emu/cudnn_emu.cpp kernels/emu/cudnn_api.h kernels/bf16.h | check-deps
+CUDNN_EMU_SRCS := kernels/emu/cudnn_emu.cpp kernels/emu/cudnn_emu_execute.cpp
+$(CUDNN_EMU): $(CUDNN_EMU_SRCS) kernels/emu/cudnn_emu_graph.h kernels/emu/cudnn_api.h kernels/bf16.h | check-deps
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -shared -fPIC $< -o $@
+	$(CXX) $(CXXFLAGS) -shared -fPIC $(CUDNN_EMU_SRCS) -o $@
 
 $(GPU_TESTS): $(GPU_TEST_SRCS:%.cpp=$(BUILD)/%.o) $(BUILD)/tests/main/gpu_device.o $(LIB) $(GPU_LIB)
 	$(CXX) $^ $(CUDA_LDLIBS) $(LDLIBS) -o $@

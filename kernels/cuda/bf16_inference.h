@@ -45,6 +45,11 @@ bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_
                                     int64_t heads, int64_t head_dim, std::string* why);
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                           int64_t head_dim, float scale);
+// Builds and finalizes attention_bf16_cudnn's operation graph for a shape, and nothing more: no
+// handle, so no GPU (cuDNN 9.8 and later finalize a graph without one). Throws with cuDNN's reason
+// when the loaded library refuses it. What a machine without a GPU can check of the real library;
+// its heuristics and plans need the device.
+void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
 // the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)
 // and the probabilities normalised before their rounding.

@@ -50,19 +50,25 @@ CudnnLibrary load(const std::string& path) {
   return lib;  // the handle stays open for the life of the process
 }
 
-void create_handle(cudnnHandle_t& handle) {
+// The handle and the library that made it (released through that one, whatever
+// MCDL_CUDNN_LIBRARY names by then).
+struct OwnedHandle {
+  const CudnnLibrary* library = nullptr;
+  cudnnHandle_t handle = nullptr;
+};
+
+void create_handle(OwnedHandle& owned) {
   const cudaStream_t stream = engine_stream();
-  const CudnnLibrary& lib = cudnn_library();
-  check_cudnn(lib.create(&handle), "cudnnCreate");
-  check_cudnn(lib.set_stream(handle, stream), "cudnnSetStream");
+  owned.library = &cudnn_library();
+  check_cudnn(owned.library->create(&owned.handle), "cudnnCreate");
+  check_cudnn(owned.library->set_stream(owned.handle, stream), "cudnnSetStream");
 }
-void destroy_handle(cudnnHandle_t& handle) {
-  if (!handle) return;
-  const CudnnLibrary& lib = cudnn_library();
-  if (const cudnnStatus_t status = lib.destroy(handle); status != CUDNN_STATUS_SUCCESS)
-    report_release_failure("the cuDNN handle", lib.error_string(status));
+void destroy_handle(OwnedHandle& owned) {
+  if (!owned.handle) return;
+  if (const cudnnStatus_t status = owned.library->destroy(owned.handle); status != CUDNN_STATUS_SUCCESS)
+    report_release_failure("the cuDNN handle", owned.library->error_string(status));
 }
-DeviceResource<cudnnHandle_t> handle_resource(create_handle, destroy_handle);
+DeviceResource<OwnedHandle> handle_resource(create_handle, destroy_handle);
 
 }  // namespace
 
@@ -93,19 +99,19 @@ std::string cudnn_description() {
          std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + " (" + lib.path + ")";
 }
 
-cudnnHandle_t cudnn_handle() { return handle_resource.get(); }
+cudnnHandle_t cudnn_handle() { return handle_resource.get().handle; }
 
-BackendDescriptor::BackendDescriptor(cudnnBackendDescriptorType_t type) {
-  check_cudnn(cudnn_library().create_descriptor(type, &descriptor_), "cudnnBackendCreateDescriptor");
+BackendDescriptor::BackendDescriptor(cudnnBackendDescriptorType_t type) : library_(&cudnn_library()) {
+  check_cudnn(library_->create_descriptor(type, &descriptor_), "cudnnBackendCreateDescriptor");
 }
 
 BackendDescriptor::~BackendDescriptor() {
-  if (descriptor_) (void)cudnn_library().destroy_descriptor(descriptor_);
+  if (descriptor_) (void)library_->destroy_descriptor(descriptor_);
 }
 
 BackendDescriptor& BackendDescriptor::set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
                                           int64_t count, const void* elements) {
-  check_cudnn(cudnn_library().set_attribute(descriptor_, name, type, count, elements), "cudnnBackendSetAttribute");
+  check_cudnn(library_->set_attribute(descriptor_, name, type, count, elements), "cudnnBackendSetAttribute");
   return *this;
 }
 BackendDescriptor& BackendDescriptor::set_int64(cudnnBackendAttributeName_t name, int64_t value) {
@@ -128,6 +134,6 @@ BackendDescriptor& BackendDescriptor::set_handle(cudnnBackendAttributeName_t nam
   return set(name, CUDNN_TYPE_HANDLE, 1, &handle);
 }
 void BackendDescriptor::finalize() { check_cudnn(try_finalize(), "cudnnBackendFinalize"); }
-cudnnStatus_t BackendDescriptor::try_finalize() { return cudnn_library().finalize(descriptor_); }
+cudnnStatus_t BackendDescriptor::try_finalize() { return library_->finalize(descriptor_); }
 
 }  // namespace mcdl::cuda

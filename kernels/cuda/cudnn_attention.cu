@@ -126,11 +126,12 @@ class GraphBuilder {
     ops_.push_back(op.get());
   }
 
+  // The finalized graph; without a handle where `handle` is null (cuDNN 9.8 and later take none).
   const BackendDescriptor& graph(cudnnHandle_t handle) {
     BackendDescriptor& g = keep(BackendDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
-    g.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()), ops_.data())
-        .set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle)
-        .finalize();
+    g.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()), ops_.data());
+    if (handle) g.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle);
+    g.finalize();
     return g;
   }
 
@@ -267,6 +268,12 @@ const BackendDescriptor* plan_for(const Shape& shape, void** workspace, std::str
 bool aligned(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % alignment_bytes == 0; }
 
 }  // namespace
+
+void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim) {
+  std::deque<BackendDescriptor> parts;
+  GraphBuilder g(parts);
+  (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
+}
 
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why) {

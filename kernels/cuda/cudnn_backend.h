@@ -46,12 +46,14 @@ void check_cudnn(cudnnStatus_t status, const char* call);
 // released by release_device().
 cudnnHandle_t cudnn_handle();
 
-// One backend descriptor, destroyed with the object.
+// One backend descriptor of the library loaded when it was made, destroyed with the object.
 class BackendDescriptor {
  public:
   explicit BackendDescriptor(cudnnBackendDescriptorType_t type);
   ~BackendDescriptor();
-  BackendDescriptor(BackendDescriptor&& other) noexcept : descriptor_(other.descriptor_) { other.descriptor_ = nullptr; }
+  BackendDescriptor(BackendDescriptor&& other) noexcept : library_(other.library_), descriptor_(other.descriptor_) {
+    other.descriptor_ = nullptr;
+  }
   BackendDescriptor& operator=(BackendDescriptor&&) = delete;
   BackendDescriptor(const BackendDescriptor&) = delete;
   BackendDescriptor& operator=(const BackendDescriptor&) = delete;
@@ -72,6 +74,7 @@ class BackendDescriptor {
   cudnnStatus_t try_finalize();
 
  private:
+  const CudnnLibrary* library_;
   cudnnBackendDescriptor_t descriptor_ = nullptr;
 };
 

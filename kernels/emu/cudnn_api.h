@@ -28,6 +28,7 @@ typedef enum {
   CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN = 3001,
   CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE = 3003,
   CUDNN_STATUS_INTERNAL_ERROR = 4000,
+  CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED = 4003,
   CUDNN_STATUS_EXECUTION_FAILED = 5000,
 } cudnnStatus_t;
 
@@ -159,6 +160,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t execution_plan,
                                   cudnnBackendDescriptor_t variant_pack);
 
-// Only the emulated library defines it: how the engine tells it from the real one in its logs.
+// Only the emulated library defines these. How the engine tells it from the real one in its logs:
 int mcdl_cudnn_emulated();
+// The handles and descriptors created and not yet destroyed (a test's leak check):
+int64_t mcdl_cudnn_live_objects();
 }

@@ -1,23 +1,34 @@
 // The emulated cuDNN: the backend (graph) API of kernels/emu/cudnn_api.h with cuDNN's documented
 // semantics, running operation graphs on the host. Built as libmcdl_cudnn_emu.so and loaded by the
 // emulator build's kernels/cuda/cudnn.cu exactly as the GPU build loads libcudnn.so.9, so the
-// engine's graphs, plans and variant packs are built and run without a GPU.
+// engine's graphs, plans and variant packs are built and run without a GPU. It reports version
+// 9.14.0: the API it emulates is cuDNN 9.14's.
 //
-// Emulated, as cuDNN documents them: descriptors created by type, attributes checked against
-// their descriptor's type and element type, nothing set after finalize, a descriptor attribute
-// accepted only once finalized; tensors (data type, dimensions, strides, unique id, virtual,
-// by value); matrix products with broadcast batch dimensions, point-wise operations with
-// broadcast inputs, reductions to the dimensions left at 1; an operation graph's dataflow by
-// tensor id, in any order of its operations; heuristics that offer one engine; execution plans
-// and variant packs, with by-value scalars read from host memory. Virtual tensors hold their
-// values in their declared type (bf16 rounds to nearest even), products and reductions accumulate
-// in their compute type, in index order.
+// Emulated: handles; descriptors created by type, each attribute checked against its descriptor's
+// type, its element type and its element count, nothing set after finalize, a descriptor attribute
+// accepted only once finalized and then shared (the caller may destroy its own handle at once);
+// tensors (FLOAT, DOUBLE, BFLOAT16, INT32, INT64 data; HALF is described but no engine runs it)
+// with cuDNN's byte alignment rule; matrix products with broadcast batch dimensions, point-wise
+// operations with broadcast inputs and alpha scales, reductions to the dimensions left at 1; an
+// operation graph's dataflow by tensor id, in any order of its operations; heuristics that offer
+// one engine (none for a graph whose types it does not run); plans without workspace; variant
+// packs, with by-value scalars read from host memory and every pointer checked against its
+// tensor's alignment. Numbers: a virtual tensor holds its declared type (bf16 rounded to nearest
+// even, once, from the exact result), products and reductions accumulate in their compute type in
+// index order (k in order, no fused multiply-add), point-wise operations compute in their math
+// precision (exp and log in double, rounded once to float), and every result rounds once to its
+// output's type (integers as kernels/bf16.h's from_double_value converts).
 //
-// Not emulated: speed, fusion, and the real library's support surface. The real cuDNN offers an
-// engine only for graphs one of its engines implements (the fused attention's pattern, say);
+// Not emulated: speed, fusion, workspaces, and the real library's support surface: cuDNN offers an
+// engine only for graphs one of its engines implements (the fused attention's pattern, say), while
 // this one runs any graph of the operations above, so only a GPU says whether cuDNN takes a graph.
-// Emulated "device" memory is host memory and emulated device work is done when its call returns,
-// so cudnnBackendExecute computes at once; the stream is recorded only.
+// Where the emulator refuses is stricter than cuDNN too: cuDNN 9.26 (tried on a host without a
+// GPU) accepts an unfinalized tensor as an attribute, broadcast shapes that do not fit, a unary
+// mode given B, a virtual tensor no operation writes, or an id twice in a variant pack, and leaves
+// them to its heuristics or execution; the emulator refuses each where it is set or finalized,
+// with the reason in cudnnGetLastErrorString. Emulated device memory is host memory and emulated
+// device work is done when its call returns, so cudnnBackendExecute computes at once on the
+// calling thread; cudnnSetStream records the stream only.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,18 +36,22 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "kernels/emu/cudnn_api.h"
+#include "kernels/emu/cudnn_emu_graph.h"
 
 struct cudnnContext {
   cudaStream_t stream = nullptr;
 };
 
-namespace {
+namespace mcdl::emu::cudnn_emu {
 
 thread_local std::string last_error;
 
@@ -51,40 +66,36 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
+size_t element_bytes(int64_t type) {
+  switch (type) {
+    case CUDNN_DATA_DOUBLE:
+    case CUDNN_DATA_INT64: return 8;
+    case CUDNN_DATA_FLOAT:
+    case CUDNN_DATA_INT32: return 4;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16: return 2;
+  }
+  return 0;  // not a data type the emulator knows
+}
+
+}  // namespace mcdl::emu::cudnn_emu
+
+using namespace mcdl::emu::cudnn_emu;
+
+namespace {
+
+// ---- descriptors and handles ----
+
 struct Descriptor;
 using DescriptorPtr = std::shared_ptr<Descriptor>;
 
 // One attribute as set: its element type and its elements, by kind.
 struct Attribute {
   cudnnBackendAttributeType_t type;
-  std::vector<int64_t> integers;       // INT64, and the enums (data type, modes, operator, bool)
-  std::vector<double> reals;           // FLOAT, DOUBLE
-  std::vector<void*> pointers;         // VOID_PTR, HANDLE
+  std::vector<int64_t> integers;        // INT64, and the enums (data type, modes, operator, bool)
+  std::vector<double> reals;            // FLOAT, DOUBLE
+  std::vector<void*> pointers;          // VOID_PTR, HANDLE
   std::vector<DescriptorPtr> children;  // BACKEND_DESCRIPTOR
-};
-
-struct TensorInfo {
-  cudnnDataType_t type;
-  std::vector<int64_t> dims, strides;
-  int64_t uid;
-  bool is_virtual, by_value;
-  bool operator==(const TensorInfo&) const = default;
-};
-
-enum class OpKind { matmul, pointwise, reduction };
-
-struct OpInfo {
-  OpKind kind;
-  std::vector<TensorInfo> inputs;  // matmul: A, B; pointwise: X (, B); reduction: X
-  TensorInfo output;
-  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  int64_t mode = 0;  // cudnnPointwiseMode_t or cudnnReduceTensorOp_t
-  double alpha1 = 1, alpha2 = 1;
-};
-
-struct GraphInfo {
-  std::vector<OpInfo> ops;              // in an order where every virtual tensor is written before read
-  std::map<int64_t, TensorInfo> tensors;  // every tensor, by uid
 };
 
 struct Descriptor {
@@ -97,14 +108,38 @@ struct Descriptor {
   std::shared_ptr<const GraphInfo> graph;  // graph, heuristics, engine, configuration, plan
 };
 
-// Every live descriptor, so that a stale or foreign handle is refused rather than followed.
-std::mutex registry_mutex;
-std::map<void*, DescriptorPtr> registry;
+// What the caller holds (live descriptors and handles), so that a stale or foreign one is refused
+// rather than followed. Never destroyed: the engine may release its descriptors while exiting.
+struct Registry {
+  std::mutex mutex;
+  std::map<const void*, DescriptorPtr> descriptors;
+  std::set<const cudnnContext*> handles;
+};
 
-DescriptorPtr find(cudnnBackendDescriptor_t handle) {
-  const std::lock_guard lock(registry_mutex);
-  const auto found = registry.find(handle);
-  return found == registry.end() ? nullptr : found->second;
+Registry& registry() {
+  static Registry* const instance = new Registry();
+  return *instance;
+}
+
+// The live descriptor behind the caller's `handle`, or the status that refuses it.
+cudnnStatus_t lookup(const void* handle, const char* call, DescriptorPtr& out) {
+  if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, std::string(call) + ": null descriptor");
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  const auto found = r.descriptors.find(handle);
+  if (found == r.descriptors.end())
+    return fail(CUDNN_STATUS_BAD_PARAM, std::string(call) + ": not a live descriptor (destroyed, or never created)");
+  out = found->second;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t check_handle(const cudnnContext* handle, const char* call) {
+  if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, std::string(call) + ": null handle");
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  if (!r.handles.count(handle))
+    return fail(CUDNN_STATUS_BAD_PARAM, std::string(call) + ": not a live handle (destroyed, or never created)");
+  return CUDNN_STATUS_SUCCESS;
 }
 
 const char* type_name(cudnnBackendDescriptorType_t type) {
@@ -123,7 +158,7 @@ const char* type_name(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_REDUCTION_DESCRIPTOR: return "REDUCTION";
     case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: return "OPERATION_REDUCTION";
   }
-  return "unknown";
+  return nullptr;
 }
 
 bool is_operation(cudnnBackendDescriptorType_t type) {
@@ -131,59 +166,105 @@ bool is_operation(cudnnBackendDescriptorType_t type) {
          type == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR;
 }
 
-// The element type each descriptor type's settable attributes take (FLOAT alphas also DOUBLE).
-bool attribute_allowed(cudnnBackendDescriptorType_t descriptor, int name, cudnnBackendAttributeType_t type) {
-  static const std::map<std::pair<int, int>, cudnnBackendAttributeType_t> table = {
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_DATA_TYPE}, CUDNN_TYPE_DATA_TYPE},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_DIMENSIONS}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_STRIDES}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_UNIQUE_ID}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_IS_VIRTUAL}, CUDNN_TYPE_BOOLEAN},
-      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_IS_BY_VALUE}, CUDNN_TYPE_BOOLEAN},
-      {{CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MODE}, CUDNN_TYPE_POINTWISE_MODE},
-      {{CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MATH_PREC}, CUDNN_TYPE_DATA_TYPE},
+// ---- attributes ----
+
+// What a settable attribute takes: its element type (a FLOAT one also takes DOUBLE, as cuDNN's
+// alphas do) and how many elements.
+struct Rule {
+  const char* name;
+  cudnnBackendAttributeType_t type;
+  int64_t min_count, max_count;
+};
+
+constexpr int64_t any_count = std::numeric_limits<int64_t>::max();
+
+const Rule* rule_for(cudnnBackendDescriptorType_t descriptor, int attribute) {
+  static const std::map<std::pair<int, int>, Rule> rules = {
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_DATA_TYPE}, {"DATA_TYPE", CUDNN_TYPE_DATA_TYPE, 1, 1}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_DIMENSIONS}, {"DIMENSIONS", CUDNN_TYPE_INT64, 1, 8}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_STRIDES}, {"STRIDES", CUDNN_TYPE_INT64, 1, 8}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_UNIQUE_ID}, {"UNIQUE_ID", CUDNN_TYPE_INT64, 1, 1}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT}, {"BYTE_ALIGNMENT", CUDNN_TYPE_INT64, 1, 1}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_IS_VIRTUAL}, {"IS_VIRTUAL", CUDNN_TYPE_BOOLEAN, 1, 1}},
+      {{CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_IS_BY_VALUE}, {"IS_BY_VALUE", CUDNN_TYPE_BOOLEAN, 1, 1}},
+      {{CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MODE}, {"MODE", CUDNN_TYPE_POINTWISE_MODE, 1, 1}},
+      {{CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MATH_PREC}, {"MATH_PREC", CUDNN_TYPE_DATA_TYPE, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
+       {"PW_DESCRIPTOR", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
+       {"XDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_BDESC},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
+       {"BDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_YDESC},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1}, CUDNN_TYPE_FLOAT},
-      {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2}, CUDNN_TYPE_FLOAT},
-      {{CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_OPERATOR}, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE},
-      {{CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_COMP_TYPE}, CUDNN_TYPE_DATA_TYPE},
-      {{CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, CUDNN_ATTR_OPERATION_REDUCTION_DESC}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
+       {"YDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1},
+       {"ALPHA1", CUDNN_TYPE_FLOAT, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2},
+       {"ALPHA2", CUDNN_TYPE_FLOAT, 1, 1}},
+      {{CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_OPERATOR},
+       {"OPERATOR", CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, 1}},
+      {{CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_COMP_TYPE}, {"COMP_TYPE", CUDNN_TYPE_DATA_TYPE, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, CUDNN_ATTR_OPERATION_REDUCTION_DESC},
+       {"DESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, CUDNN_ATTR_OPERATION_REDUCTION_XDESC},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
+       {"XDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
       {{CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, CUDNN_ATTR_OPERATION_REDUCTION_YDESC},
-       CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_MATMUL_DESCRIPTOR, CUDNN_ATTR_MATMUL_COMP_TYPE}, CUDNN_TYPE_DATA_TYPE},
-      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_ADESC}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_BDESC}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_CDESC}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_DESC}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_HANDLE}, CUDNN_TYPE_HANDLE},
-      {{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_MODE}, CUDNN_TYPE_HEUR_MODE},
-      {{CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_GLOBAL_INDEX}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_HANDLE}, CUDNN_TYPE_HANDLE},
-      {{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG}, CUDNN_TYPE_BACKEND_DESCRIPTOR},
-      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS}, CUDNN_TYPE_INT64},
-      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS}, CUDNN_TYPE_VOID_PTR},
-      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_WORKSPACE}, CUDNN_TYPE_VOID_PTR},
+       {"YDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_MATMUL_DESCRIPTOR, CUDNN_ATTR_MATMUL_COMP_TYPE}, {"COMP_TYPE", CUDNN_TYPE_DATA_TYPE, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_ADESC},
+       {"ADESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_BDESC},
+       {"BDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_CDESC},
+       {"CDESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_DESC},
+       {"DESC", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_HANDLE},
+       {"HANDLE", CUDNN_TYPE_HANDLE, 1, 1}},
+      {{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS},
+       {"OPS", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, any_count}},
+      {{CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH},
+       {"OPERATION_GRAPH", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_MODE}, {"MODE", CUDNN_TYPE_HEUR_MODE, 1, 1}},
+      {{CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH},
+       {"OPERATION_GRAPH", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_GLOBAL_INDEX}, {"GLOBAL_INDEX", CUDNN_TYPE_INT64, 1, 1}},
+      {{CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE},
+       {"ENGINE", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_HANDLE},
+       {"HANDLE", CUDNN_TYPE_HANDLE, 1, 1}},
+      {{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG},
+       {"ENGINE_CONFIG", CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1}},
+      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS},
+       {"UNIQUE_IDS", CUDNN_TYPE_INT64, 0, any_count}},
+      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS},
+       {"DATA_POINTERS", CUDNN_TYPE_VOID_PTR, 0, any_count}},
+      {{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, CUDNN_ATTR_VARIANT_PACK_WORKSPACE},
+       {"WORKSPACE", CUDNN_TYPE_VOID_PTR, 1, 1}},
   };
-  const auto found = table.find({descriptor, name});
-  if (found == table.end()) return false;
-  return found->second == type || (found->second == CUDNN_TYPE_FLOAT && type == CUDNN_TYPE_DOUBLE);
+  const auto found = rules.find({descriptor, attribute});
+  return found == rules.end() ? nullptr : &found->second;
 }
 
-// Reads `count` elements of `type` from the caller's array into an Attribute.
+// A descriptor-valued element: a live descriptor, finalized.
+cudnnStatus_t read_child(const void* handle, DescriptorPtr& out) {
+  if (const cudnnStatus_t status = lookup(handle, "a descriptor attribute", out); status != CUDNN_STATUS_SUCCESS)
+    return status;
+  if (!out->finalized)
+    return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED,
+                std::string("a descriptor attribute names an unfinalized ") + type_name(out->type));
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t check_live_handle_elements(const Attribute& a) {
+  for (void* handle : a.pointers)
+    if (const cudnnStatus_t status = check_handle(static_cast<const cudnnContext*>(handle), "a handle attribute");
+        status != CUDNN_STATUS_SUCCESS)
+      return status;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// Reads `count` elements of `type` from the caller's array into `out`.
 cudnnStatus_t read_elements(cudnnBackendAttributeType_t type, int64_t count, const void* elements, Attribute& out) {
   out.type = type;
   for (int64_t i = 0; i < count; ++i) {
@@ -201,16 +282,45 @@ cudnnStatus_t read_elements(cudnnBackendAttributeType_t type, int64_t count, con
       case CUDNN_TYPE_VOID_PTR:
       case CUDNN_TYPE_HANDLE: out.pointers.push_back(static_cast<void* const*>(elements)[i]); break;
       case CUDNN_TYPE_BACKEND_DESCRIPTOR: {
-        const DescriptorPtr child = find(static_cast<void* const*>(elements)[i]);
-        if (!child) return fail(CUDNN_STATUS_BAD_PARAM, "a descriptor attribute names no live descriptor");
-        if (!child->finalized)
-          return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED,
-                      std::string("a descriptor attribute names an unfinalized ") + type_name(child->type));
-        out.children.push_back(child);
+        DescriptorPtr child;
+        if (const cudnnStatus_t status = read_child(static_cast<void* const*>(elements)[i], child);
+            status != CUDNN_STATUS_SUCCESS)
+          return status;
+        out.children.push_back(std::move(child));
         break;
       }
     }
   }
+  return type == CUDNN_TYPE_HANDLE ? check_live_handle_elements(out) : CUDNN_STATUS_SUCCESS;
+}
+
+std::string count_text(const Rule& rule) {
+  const std::string min = std::to_string(rule.min_count);
+  if (rule.max_count == rule.min_count) return min;
+  return rule.max_count == any_count ? min + " or more" : min + " to " + std::to_string(rule.max_count);
+}
+
+cudnnStatus_t set_attribute(Descriptor& d, int name, cudnnBackendAttributeType_t type, int64_t count,
+                            const void* elements) {
+  const std::string what = type_name(d.type);
+  if (d.finalized)
+    return fail(CUDNN_STATUS_BAD_PARAM,
+                what + ": already finalized, attribute " + std::to_string(name) + " cannot change");
+  const Rule* rule = rule_for(d.type, name);
+  if (!rule) return fail(CUDNN_STATUS_BAD_PARAM, what + ": attribute " + std::to_string(name) + " is not one it takes");
+  if (type != rule->type && !(rule->type == CUDNN_TYPE_FLOAT && type == CUDNN_TYPE_DOUBLE))
+    return fail(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, what + ": " + rule->name + " takes element type " +
+                                                           std::to_string(rule->type) + ", got " +
+                                                           std::to_string(type));
+  if (count < rule->min_count || count > rule->max_count)
+    return fail(CUDNN_STATUS_BAD_PARAM,
+                what + ": " + rule->name + " takes " + count_text(*rule) + " elements, got " + std::to_string(count));
+  if (count > 0 && !elements)
+    return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, what + ": " + rule->name + " given a null array");
+  Attribute value;
+  if (const cudnnStatus_t status = read_elements(type, count, elements, value); status != CUDNN_STATUS_SUCCESS)
+    return status;
+  d.attributes[name] = std::move(value);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -220,18 +330,23 @@ const Attribute* attribute(const Descriptor& d, int name) {
 }
 int64_t integer_or(const Descriptor& d, int name, int64_t fallback) {
   const Attribute* a = attribute(d, name);
-  return a && !a->integers.empty() ? a->integers[0] : fallback;
+  return a ? a->integers.at(0) : fallback;
 }
 DescriptorPtr child(const Descriptor& d, int name) {
   const Attribute* a = attribute(d, name);
-  return a && a->children.size() == 1 ? a->children[0] : nullptr;
+  return a ? a->children.at(0) : nullptr;
 }
 
 // ---- finalize, by descriptor type ----
 
-bool supported_type(int64_t type) {
-  return type == CUDNN_DATA_FLOAT || type == CUDNN_DATA_DOUBLE || type == CUDNN_DATA_BFLOAT16 ||
-         type == CUDNN_DATA_HALF || type == CUDNN_DATA_INT32 || type == CUDNN_DATA_INT64;
+// Every element count and offset of the tensor, in bytes too, fits in int64: indexing cannot overflow.
+bool addressable(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, size_t bytes) {
+  int64_t count = static_cast<int64_t>(bytes), last = 0, step = 0;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (__builtin_mul_overflow(count, dims[i], &count) || __builtin_mul_overflow(dims[i] - 1, strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      return false;
+  return !__builtin_mul_overflow(last, static_cast<int64_t>(bytes), &last);
 }
 
 cudnnStatus_t finalize_tensor(Descriptor& d) {
@@ -239,26 +354,37 @@ cudnnStatus_t finalize_tensor(Descriptor& d) {
   const Attribute* strides = attribute(d, CUDNN_ATTR_TENSOR_STRIDES);
   if (!dims || !strides || !attribute(d, CUDNN_ATTR_TENSOR_UNIQUE_ID) || !attribute(d, CUDNN_ATTR_TENSOR_DATA_TYPE))
     return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: the data type, dimensions, strides and unique id must all be set");
-  if (dims->integers.size() != strides->integers.size() || dims->integers.empty() || dims->integers.size() > 8)
-    return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: 1 to 8 dimensions, as many strides as dimensions");
+  if (dims->integers.size() != strides->integers.size())
+    return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: dims " + dims_text(dims->integers) + " but strides " +
+                                            dims_text(strides->integers) + " (as many strides as dimensions)");
   for (size_t i = 0; i < dims->integers.size(); ++i)
     if (dims->integers[i] < 1 || strides->integers[i] < 1)
       return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: dimensions and strides must be positive, got dims " +
                                               dims_text(dims->integers) + " strides " + dims_text(strides->integers));
   const int64_t type = integer_or(d, CUDNN_ATTR_TENSOR_DATA_TYPE, -1);
-  if (!supported_type(type))
+  const size_t bytes = element_bytes(type);
+  if (bytes == 0)
     return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, "TENSOR: data type " + std::to_string(type) + " not emulated");
+  if (!addressable(dims->integers, strides->integers, bytes))
+    return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: dims " + dims_text(dims->integers) + " strides " +
+                                            dims_text(strides->integers) + " address more than 2^63 bytes");
   d.tensor = TensorInfo{static_cast<cudnnDataType_t>(type),
                         dims->integers,
                         strides->integers,
                         integer_or(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, 0),
+                        integer_or(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 1),
                         integer_or(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, 0) != 0,
                         integer_or(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, 0) != 0};
+  // cuDNN's rule, its default alignment being 1: a tensor of wider elements must set it.
+  if (d.tensor.alignment < 1 || d.tensor.alignment % static_cast<int64_t>(bytes) != 0)
+    return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR " + std::to_string(d.tensor.uid) + ": byte alignment " +
+                                            std::to_string(d.tensor.alignment) + " is not a positive multiple of its " +
+                                            std::to_string(bytes) + "-byte elements");
   if (d.tensor.by_value && d.tensor.is_virtual)
     return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: a by-value tensor cannot be virtual");
-  if (d.tensor.by_value)
-    for (int64_t dim : d.tensor.dims)
-      if (dim != 1) return fail(CUDNN_STATUS_BAD_PARAM, "TENSOR: a by-value tensor is a scalar (every dimension 1)");
+  if (d.tensor.by_value && std::any_of(d.tensor.dims.begin(), d.tensor.dims.end(), [](int64_t n) { return n != 1; }))
+    return fail(CUDNN_STATUS_BAD_PARAM,
+                "TENSOR: a by-value tensor is a scalar (every dimension 1), got dims " + dims_text(d.tensor.dims));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -285,10 +411,13 @@ cudnnStatus_t finalize_pointwise_op(Descriptor& d) {
   const DescriptorPtr b = child(d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC);
   const DescriptorPtr y = child(d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
   if (!pw || !x || !y) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATION_POINTWISE: needs its PW descriptor, X and Y");
+  if (pw->type != CUDNN_BACKEND_POINTWISE_DESCRIPTOR || x->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR ||
+      y->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR || (b && b->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR))
+    return fail(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
+                "OPERATION_POINTWISE: PW_DESCRIPTOR must be a POINTWISE descriptor, X, B and Y tensors");
   const int64_t mode = integer_or(*pw, CUDNN_ATTR_POINTWISE_MODE, -1);
-  if (!is_binary(mode) && !is_unary(mode))
-    return fail(CUDNN_STATUS_NOT_SUPPORTED, "OPERATION_POINTWISE: mode " + std::to_string(mode) + " not emulated");
-  if (is_binary(mode) != (b != nullptr))
+  // A mode the emulator does not know is left to the heuristics, which offer no engine for it.
+  if ((is_binary(mode) || is_unary(mode)) && is_binary(mode) != (b != nullptr))
     return fail(CUDNN_STATUS_BAD_PARAM, is_binary(mode) ? "OPERATION_POINTWISE: a binary mode needs B"
                                                         : "OPERATION_POINTWISE: a unary mode takes no B");
   OpInfo op{OpKind::pointwise, {x->tensor}, y->tensor};
@@ -298,7 +427,7 @@ cudnnStatus_t finalize_pointwise_op(Descriptor& d) {
       return fail(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, "OPERATION_POINTWISE: input dims " + dims_text(input.dims) +
                                                              " do not broadcast to Y's " + dims_text(op.output.dims));
   op.mode = mode;
-  op.compute = static_cast<cudnnDataType_t>(integer_or(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT));
+  op.compute = integer_or(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT);
   if (const Attribute* a = attribute(d, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1)) op.alpha1 = a->reals.at(0);
   if (const Attribute* a = attribute(d, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2)) op.alpha2 = a->reals.at(0);
   d.op = op;
@@ -310,15 +439,16 @@ cudnnStatus_t finalize_reduction_op(Descriptor& d) {
   const DescriptorPtr x = child(d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC);
   const DescriptorPtr y = child(d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC);
   if (!desc || !x || !y) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATION_REDUCTION: needs its descriptor, X and Y");
+  if (desc->type != CUDNN_BACKEND_REDUCTION_DESCRIPTOR || x->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR ||
+      y->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+    return fail(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
+                "OPERATION_REDUCTION: DESC must be a REDUCTION descriptor, X and Y tensors");
   if (!broadcasts_to(y->tensor.dims, x->tensor.dims))
     return fail(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, "OPERATION_REDUCTION: Y's dims " + dims_text(y->tensor.dims) +
                                                            " must equal X's " + dims_text(x->tensor.dims) + " or be 1");
-  const int64_t reduce = integer_or(*desc, CUDNN_ATTR_REDUCTION_OPERATOR, -1);
-  if (reduce < CUDNN_REDUCE_TENSOR_ADD || reduce > CUDNN_REDUCE_TENSOR_MAX)
-    return fail(CUDNN_STATUS_NOT_SUPPORTED, "OPERATION_REDUCTION: operator " + std::to_string(reduce) + " not emulated");
   d.op = OpInfo{OpKind::reduction, {x->tensor}, y->tensor};
-  d.op.mode = reduce;
-  d.op.compute = static_cast<cudnnDataType_t>(integer_or(*desc, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT));
+  d.op.mode = integer_or(*desc, CUDNN_ATTR_REDUCTION_OPERATOR, -1);
+  d.op.compute = integer_or(*desc, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -327,64 +457,79 @@ cudnnStatus_t finalize_matmul_op(Descriptor& d) {
   const DescriptorPtr a = child(d, CUDNN_ATTR_OPERATION_MATMUL_ADESC);
   const DescriptorPtr b = child(d, CUDNN_ATTR_OPERATION_MATMUL_BDESC);
   const DescriptorPtr c = child(d, CUDNN_ATTR_OPERATION_MATMUL_CDESC);
-  if (!desc || !a || !b || !c) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATION_MATMUL: needs its descriptor, A, B and C");
+  if (!desc || !a || !b || !c)
+    return fail(CUDNN_STATUS_BAD_PARAM, "OPERATION_MATMUL: needs its descriptor, A, B and C");
+  if (desc->type != CUDNN_BACKEND_MATMUL_DESCRIPTOR || a->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR ||
+      b->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR || c->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+    return fail(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
+                "OPERATION_MATMUL: DESC must be a MATMUL descriptor, A, B and C tensors");
   const auto &ad = a->tensor.dims, &bd = b->tensor.dims, &cd = c->tensor.dims;
   const size_t rank = cd.size();
   bool fits = rank >= 2 && ad.size() == rank && bd.size() == rank && ad[rank - 2] == cd[rank - 2] &&
               bd[rank - 1] == cd[rank - 1] && ad[rank - 1] == bd[rank - 2];
   for (size_t i = 0; fits && i + 2 < rank; ++i) fits = (ad[i] == cd[i] || ad[i] == 1) && (bd[i] == cd[i] || bd[i] == 1);
   if (!fits)
-    return fail(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, "OPERATION_MATMUL: C's dims " + dims_text(cd) +
-                                                           " do not match A " + dims_text(ad) + " x B " + dims_text(bd));
+    return fail(
+        CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH,
+        "OPERATION_MATMUL: C's dims " + dims_text(cd) + " do not match A " + dims_text(ad) + " x B " + dims_text(bd));
   d.op = OpInfo{OpKind::matmul, {a->tensor, b->tensor}, c->tensor};
-  d.op.compute = static_cast<cudnnDataType_t>(integer_or(*desc, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT));
+  d.op.compute = integer_or(*desc, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT);
   return CUDNN_STATUS_SUCCESS;
 }
 
-// The dataflow by tensor id: one description per id, every virtual tensor written by exactly one
-// operation before it is read, no tensor written twice; the operations put in such an order.
-cudnnStatus_t finalize_graph(Descriptor& d) {
-  const Attribute* ops = attribute(d, CUDNN_ATTR_OPERATIONGRAPH_OPS);
-  if (!ops || ops->children.empty()) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATIONGRAPH: no operations");
-  auto graph = std::make_shared<GraphInfo>();
-  std::map<int64_t, size_t> writer;
-  for (size_t i = 0; i < ops->children.size(); ++i) {
-    const Descriptor& op = *ops->children[i];
+// Adds the operations' tensors by uid (one description per uid) and notes which operation writes
+// each (no tensor twice, no by-value tensor).
+cudnnStatus_t collect_tensors(const std::vector<DescriptorPtr>& ops, GraphInfo& graph,
+                              std::map<int64_t, size_t>& writer) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Descriptor& op = *ops[i];
     if (!is_operation(op.type))
-      return fail(CUDNN_STATUS_BAD_PARAM, std::string("OPERATIONGRAPH: ") + type_name(op.type) + " is no operation");
+      return fail(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE,
+                  std::string("OPERATIONGRAPH: OPS holds a ") + type_name(op.type) + ", which is no operation");
     std::vector<TensorInfo> all = op.op.inputs;
     all.push_back(op.op.output);
     for (const TensorInfo& t : all) {
-      const auto [place, inserted] = graph->tensors.emplace(t.uid, t);
+      const auto [place, inserted] = graph.tensors.emplace(t.uid, t);
       if (!inserted && !(place->second == t))
         return fail(CUDNN_STATUS_BAD_PARAM,
-                    "OPERATIONGRAPH: two different tensors have unique id " + std::to_string(t.uid));
+                    "OPERATIONGRAPH: two different tensor descriptors have unique id " + std::to_string(t.uid));
     }
-    if (!writer.emplace(op.op.output.uid, i).second)
+    const int64_t out = op.op.output.uid;
+    if (op.op.output.by_value)
       return fail(CUDNN_STATUS_BAD_PARAM,
-                  "OPERATIONGRAPH: tensor " + std::to_string(op.op.output.uid) + " is written by two operations");
+                  "OPERATIONGRAPH: by-value tensor " + std::to_string(out) + " is an operation's output");
+    if (!writer.emplace(out, i).second)
+      return fail(CUDNN_STATUS_BAD_PARAM,
+                  "OPERATIONGRAPH: tensor " + std::to_string(out) + " is written by two operations");
   }
-  for (const auto& [uid, t] : graph->tensors)
+  for (const auto& [uid, t] : graph.tensors)
     if (t.is_virtual && !writer.count(uid))
       return fail(CUDNN_STATUS_BAD_PARAM,
                   "OPERATIONGRAPH: virtual tensor " + std::to_string(uid) + " is read but no operation writes it");
-  // Kahn's order: an operation runs once every virtual tensor it reads is written.
-  std::vector<bool> done(ops->children.size(), false);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// The dataflow by tensor id, the operations put in an order where each runs after the operations
+// that write what it reads (Kahn's order; the caller's order need not be one).
+cudnnStatus_t finalize_graph(Descriptor& d) {
+  const Attribute* ops_set = attribute(d, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+  if (!ops_set) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATIONGRAPH: no operations");
+  const std::vector<DescriptorPtr>& ops = ops_set->children;
+  auto graph = std::make_shared<GraphInfo>();
+  std::map<int64_t, size_t> writer;
+  if (const cudnnStatus_t status = collect_tensors(ops, *graph, writer); status != CUDNN_STATUS_SUCCESS) return status;
+  std::vector<bool> placed(ops.size(), false);
   std::set<int64_t> written;
-  for (size_t placed = 0; placed < ops->children.size();) {
+  while (graph->ops.size() < ops.size()) {
     bool progress = false;
-    for (size_t i = 0; i < ops->children.size(); ++i) {
-      if (done[i]) continue;
-      const OpInfo& op = ops->children[i]->op;
-      const bool ready = std::all_of(op.inputs.begin(), op.inputs.end(), [&](const TensorInfo& t) {
-        return !writer.count(t.uid) || written.count(t.uid);
-      });
-      if (!ready) continue;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const OpInfo& op = ops[i]->op;
+      if (placed[i] || !std::all_of(op.inputs.begin(), op.inputs.end(),
+                                    [&](const TensorInfo& t) { return !writer.count(t.uid) || written.count(t.uid); }))
+        continue;
       graph->ops.push_back(op);
       written.insert(op.output.uid);
-      done[i] = true;
-      ++placed;
-      progress = true;
+      placed[i] = progress = true;
     }
     if (!progress) return fail(CUDNN_STATUS_BAD_PARAM, "OPERATIONGRAPH: the operations form a cycle");
   }
@@ -392,22 +537,64 @@ cudnnStatus_t finalize_graph(Descriptor& d) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t finalize_with_graph(Descriptor& d, int name, cudnnBackendDescriptorType_t expected, const char* what) {
+bool emulated_mode(const OpInfo& op) {
+  switch (op.kind) {
+    case OpKind::pointwise: return is_binary(op.mode) || is_unary(op.mode);
+    case OpKind::reduction: return op.mode >= CUDNN_REDUCE_TENSOR_ADD && op.mode <= CUDNN_REDUCE_TENSOR_MAX;
+    case OpKind::matmul: return true;
+  }
+  return false;
+}
+
+// Why the emulated engine cannot run `graph` (empty when it can): a data type, compute type or
+// mode it does not emulate.
+std::string unsupported(const GraphInfo& graph) {
+  for (const auto& [uid, t] : graph.tensors)
+    if (t.type == CUDNN_DATA_HALF) return "tensor " + std::to_string(uid) + " is HALF, which no emulated engine runs";
+  for (const OpInfo& op : graph.ops) {
+    if (op.compute != CUDNN_DATA_FLOAT && op.compute != CUDNN_DATA_DOUBLE)
+      return "the operation writing tensor " + std::to_string(op.output.uid) + " computes in data type " +
+             std::to_string(op.compute) + " (FLOAT or DOUBLE run)";
+    if (!emulated_mode(op))
+      return "the operation writing tensor " + std::to_string(op.output.uid) + " has mode " + std::to_string(op.mode) +
+             ", which is not emulated";
+  }
+  return "";
+}
+
+cudnnStatus_t finalize_with_graph(Descriptor& d, int name, cudnnBackendDescriptorType_t expected) {
   const DescriptorPtr source = child(d, name);
-  if (!source || source->type != expected || !source->graph)
-    return fail(CUDNN_STATUS_BAD_PARAM, std::string(what) + ": needs a finalized " + type_name(expected));
+  if (!source || source->type != expected)
+    return fail(CUDNN_STATUS_BAD_PARAM, std::string(type_name(d.type)) + ": needs a finalized " + type_name(expected));
   d.graph = source->graph;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t finalize_engine(Descriptor& d) {
+  if (const cudnnStatus_t status =
+          finalize_with_graph(d, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+      status != CUDNN_STATUS_SUCCESS)
+    return status;
+  if (integer_or(d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) != 0)
+    return fail(CUDNN_STATUS_NOT_SUPPORTED, "ENGINE: the emulated cuDNN has engine 0 only");
+  if (const std::string why = unsupported(*d.graph); !why.empty())
+    return fail(CUDNN_STATUS_NOT_SUPPORTED, "ENGINE: engine 0 does not run this graph: " + why);
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t finalize_variant_pack(Descriptor& d) {
   const Attribute* uids = attribute(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
   const Attribute* pointers = attribute(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
-  if (!uids || !pointers || uids->integers.size() != pointers->pointers.size())
-    return fail(CUDNN_STATUS_BAD_PARAM, "VARIANT_PACK: as many data pointers as unique ids");
-  const std::set<int64_t> distinct(uids->integers.begin(), uids->integers.end());
-  if (distinct.size() != uids->integers.size())
-    return fail(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, "VARIANT_PACK: a unique id appears twice");
+  const std::vector<int64_t> ids = uids ? uids->integers : std::vector<int64_t>{};
+  const size_t pointer_count = pointers ? pointers->pointers.size() : 0;
+  if (ids.size() != pointer_count)
+    return fail(CUDNN_STATUS_BAD_PARAM, "VARIANT_PACK: " + std::to_string(ids.size()) + " unique ids but " +
+                                            std::to_string(pointer_count) + " data pointers");
+  std::set<int64_t> seen;
+  for (int64_t uid : ids)
+    if (!seen.insert(uid).second)
+      return fail(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES,
+                  "VARIANT_PACK: unique id " + std::to_string(uid) + " appears twice");
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -426,225 +613,25 @@ cudnnStatus_t finalize(Descriptor& d) {
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: return finalize_matmul_op(d);
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: return finalize_graph(d);
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
-      return finalize_with_graph(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
-                                 "ENGINEHEUR");
-    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
-      if (integer_or(d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0) != 0)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, "ENGINE: the emulated cuDNN has engine 0 only");
-      return finalize_with_graph(d, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR,
-                                 "ENGINE");
+      return finalize_with_graph(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    case CUDNN_BACKEND_ENGINE_DESCRIPTOR: return finalize_engine(d);
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
-      return finalize_with_graph(d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, "ENGINECFG");
+      return finalize_with_graph(d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-      return finalize_with_graph(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
-                                 "EXECUTION_PLAN");
+      return finalize_with_graph(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: return finalize_variant_pack(d);
   }
   return fail(CUDNN_STATUS_NOT_SUPPORTED, "unknown descriptor type");
 }
 
-// ---- execution ----
+// ---- heuristics ----
 
-// A tensor's memory during an execution: its own (non-virtual), the caller's host scalar
-// (by value), or scratch (virtual, packed row-major).
-struct Buffer {
-  const TensorInfo* info;
-  void* data;
-  std::vector<int64_t> strides;
-};
-
-double load(const Buffer& b, int64_t offset) {
-  switch (b.info->type) {
-    case CUDNN_DATA_FLOAT: return static_cast<const float*>(b.data)[offset];
-    case CUDNN_DATA_DOUBLE: return static_cast<const double*>(b.data)[offset];
-    case CUDNN_DATA_BFLOAT16: return static_cast<float>(static_cast<const mcdl::bf16*>(b.data)[offset]);
-    case CUDNN_DATA_INT32: return static_cast<const int32_t*>(b.data)[offset];
-    case CUDNN_DATA_INT64: return static_cast<double>(static_cast<const int64_t*>(b.data)[offset]);
-    default: return 0;  // HALF: refused by the heuristics
-  }
-}
-
-void store(const Buffer& b, int64_t offset, double value) {
-  switch (b.info->type) {
-    case CUDNN_DATA_FLOAT: static_cast<float*>(b.data)[offset] = static_cast<float>(value); break;
-    case CUDNN_DATA_DOUBLE: static_cast<double*>(b.data)[offset] = value; break;
-    case CUDNN_DATA_BFLOAT16: static_cast<mcdl::bf16*>(b.data)[offset] = mcdl::bf16(static_cast<float>(value)); break;
-    case CUDNN_DATA_INT32: static_cast<int32_t*>(b.data)[offset] = static_cast<int32_t>(value); break;
-    case CUDNN_DATA_INT64: static_cast<int64_t*>(b.data)[offset] = static_cast<int64_t>(value); break;
-    default: break;
-  }
-}
-
-size_t element_bytes(cudnnDataType_t type) {
-  return type == CUDNN_DATA_DOUBLE || type == CUDNN_DATA_INT64 ? 8 : type == CUDNN_DATA_FLOAT || type == CUDNN_DATA_INT32 ? 4 : 2;
-}
-
-std::vector<int64_t> packed_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
-
-int64_t count_of(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-// The multi-index of flat position `flat` (row-major over `dims`).
-std::vector<int64_t> index_of(int64_t flat, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> index(dims.size());
-  for (size_t i = dims.size(); i-- > 0;) {
-    index[i] = flat % dims[i];
-    flat /= dims[i];
-  }
-  return index;
-}
-
-// The offset of `index` in `b`, each dimension of size 1 in b taking position 0 (broadcast).
-int64_t offset_of(const Buffer& b, const std::vector<int64_t>& index) {
-  int64_t offset = 0;
-  for (size_t i = 0; i < index.size(); ++i) offset += (b.info->dims[i] == 1 ? 0 : index[i]) * b.strides[i];
-  return offset;
-}
-
-// The compute type's rounding of an intermediate value.
-double in_compute(cudnnDataType_t compute, double value) {
-  return compute == CUDNN_DATA_DOUBLE ? value : static_cast<double>(static_cast<float>(value));
-}
-
-double apply_pointwise(int64_t mode, double x, double b) {
-  switch (mode) {
-    case CUDNN_POINTWISE_ADD: return x + b;
-    case CUDNN_POINTWISE_MUL: return x * b;
-    case CUDNN_POINTWISE_MIN: return std::min(x, b);
-    case CUDNN_POINTWISE_MAX: return std::max(x, b);
-    case CUDNN_POINTWISE_DIV: return x / b;
-    case CUDNN_POINTWISE_SUB: return x - b;
-    case CUDNN_POINTWISE_SQRT: return std::sqrt(x);
-    case CUDNN_POINTWISE_EXP: return std::exp(x);
-    case CUDNN_POINTWISE_LOG: return std::log(x);
-    default: return x;  // IDENTITY
-  }
-}
-
-void run_pointwise(const OpInfo& op, const std::vector<Buffer>& in, const Buffer& out) {
-  const bool single = op.compute != CUDNN_DATA_DOUBLE;
-  for (int64_t flat = 0, n = count_of(op.output.dims); flat < n; ++flat) {
-    const std::vector<int64_t> index = index_of(flat, op.output.dims);
-    const double x = in_compute(op.compute, op.alpha1 * load(in[0], offset_of(in[0], index)));
-    const double b = in.size() > 1 ? in_compute(op.compute, op.alpha2 * load(in[1], offset_of(in[1], index))) : 0;
-    // In fp32 the formula itself runs in float, as a float kernel would.
-    const double y = single ? static_cast<double>(static_cast<float>(
-                                  apply_pointwise(op.mode, static_cast<float>(x), static_cast<float>(b))))
-                            : apply_pointwise(op.mode, x, b);
-    store(out, offset_of(out, index), y);
-  }
-}
-
-void run_reduction(const OpInfo& op, const Buffer& in, const Buffer& out) {
-  const std::vector<int64_t>& x_dims = op.inputs[0].dims;
-  const double start = op.mode == CUDNN_REDUCE_TENSOR_ADD   ? 0.0
-                       : op.mode == CUDNN_REDUCE_TENSOR_MUL ? 1.0
-                       : op.mode == CUDNN_REDUCE_TENSOR_MIN ? std::numeric_limits<double>::infinity()
-                                                            : -std::numeric_limits<double>::infinity();
-  std::vector<double> totals(static_cast<size_t>(count_of(op.output.dims)), start);
-  const std::vector<int64_t> y_packed = packed_strides(op.output.dims);
-  for (int64_t flat = 0, n = count_of(x_dims); flat < n; ++flat) {  // X in index order
-    const std::vector<int64_t> index = index_of(flat, x_dims);
-    int64_t slot = 0;
-    for (size_t i = 0; i < index.size(); ++i) slot += (op.output.dims[i] == 1 ? 0 : index[i]) * y_packed[i];
-    double& total = totals[static_cast<size_t>(slot)];
-    const double x = load(in, offset_of(in, index));
-    switch (op.mode) {
-      case CUDNN_REDUCE_TENSOR_ADD: total = in_compute(op.compute, total + x); break;
-      case CUDNN_REDUCE_TENSOR_MUL: total = in_compute(op.compute, total * x); break;
-      case CUDNN_REDUCE_TENSOR_MIN: total = std::min(total, x); break;
-      default: total = std::max(total, x); break;
-    }
-  }
-  for (int64_t slot = 0; slot < static_cast<int64_t>(totals.size()); ++slot)
-    store(out, offset_of(out, index_of(slot, op.output.dims)), totals[static_cast<size_t>(slot)]);
-}
-
-void run_matmul(const OpInfo& op, const Buffer& a, const Buffer& b, const Buffer& c) {
-  const std::vector<int64_t>& c_dims = op.output.dims;
-  const size_t rank = c_dims.size();
-  const int64_t k_count = op.inputs[0].dims[rank - 1];
-  const int64_t a_k_stride = a.strides[rank - 1], b_k_stride = b.strides[rank - 2];
-  for (int64_t flat = 0, n = count_of(c_dims); flat < n; ++flat) {
-    std::vector<int64_t> index = index_of(flat, c_dims);
-    const int64_t m = index[rank - 2], col = index[rank - 1];
-    std::vector<int64_t> a_index = index, b_index = index;
-    a_index[rank - 2] = m, a_index[rank - 1] = 0;
-    b_index[rank - 2] = 0, b_index[rank - 1] = col;
-    const int64_t a0 = offset_of(a, a_index), b0 = offset_of(b, b_index);
-    double total = 0;
-    for (int64_t k = 0; k < k_count; ++k)
-      total = in_compute(op.compute, total + in_compute(op.compute, load(a, a0 + k * a_k_stride) *
-                                                                        load(b, b0 + k * b_k_stride)));
-    store(c, offset_of(c, index), total);
-  }
-}
-
-cudnnStatus_t execute(const GraphInfo& graph, const Descriptor& pack) {
-  const Attribute& uids = *attribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
-  const Attribute& pointers = *attribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
-  std::map<int64_t, void*> given;
-  for (size_t i = 0; i < uids.integers.size(); ++i) given[uids.integers[i]] = pointers.pointers[i];
-  std::map<int64_t, Buffer> buffers;
-  std::vector<std::vector<unsigned char>> scratch;
-  for (const auto& [uid, t] : graph.tensors) {
-    if (t.is_virtual) {
-      if (given.count(uid))
-        return fail(CUDNN_STATUS_BAD_PARAM, "execute: the variant pack gives virtual tensor " + std::to_string(uid));
-      scratch.emplace_back(static_cast<size_t>(count_of(t.dims)) * element_bytes(t.type));
-      buffers[uid] = Buffer{&t, scratch.back().data(), packed_strides(t.dims)};
-      continue;
-    }
-    const auto found = given.find(uid);
-    if (found == given.end() || !found->second)
-      return fail(CUDNN_STATUS_BAD_PARAM, "execute: the variant pack has no pointer for tensor " + std::to_string(uid));
-    buffers[uid] = Buffer{&t, found->second, t.strides};
-  }
-  for (const auto& [uid, pointer] : given)
-    if (!graph.tensors.count(uid))
-      return fail(CUDNN_STATUS_BAD_PARAM, "execute: the variant pack names tensor " + std::to_string(uid) +
-                                              ", which the graph does not have");
-  for (const OpInfo& op : graph.ops) {
-    std::vector<Buffer> in;
-    for (const TensorInfo& t : op.inputs) in.push_back(buffers.at(t.uid));
-    const Buffer& out = buffers.at(op.output.uid);
-    switch (op.kind) {
-      case OpKind::pointwise: run_pointwise(op, in, out); break;
-      case OpKind::reduction: run_reduction(op, in[0], out); break;
-      case OpKind::matmul: run_matmul(op, in[0], in[1], out); break;
-    }
-  }
-  return CUDNN_STATUS_SUCCESS;
-}
-
-// The emulated engine takes a graph whose tensors and compute types it runs (not HALF).
-bool engine_supports(const GraphInfo& graph) {
-  for (const auto& [uid, t] : graph.tensors)
-    if (t.type == CUDNN_DATA_HALF) return false;
-  for (const OpInfo& op : graph.ops)
-    if (op.compute != CUDNN_DATA_FLOAT && op.compute != CUDNN_DATA_DOUBLE) return false;
-  return true;
-}
-
-DescriptorPtr make_descriptor(cudnnBackendDescriptorType_t type) {
-  auto d = std::make_shared<Descriptor>();
-  d->type = type;
-  const std::lock_guard lock(registry_mutex);
-  registry[d.get()] = d;
-  return d;
-}
-
-// Fills a caller-created engine configuration with engine 0 of `graph`.
+// Fills a caller-created engine configuration with engine 0 of `graph`, and finalizes it.
 cudnnStatus_t fill_engine_config(Descriptor& config, const std::shared_ptr<const GraphInfo>& graph) {
   if (config.type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR || config.finalized)
-    return fail(CUDNN_STATUS_BAD_PARAM, "ENGINEHEUR results: expected fresh ENGINECFG descriptors");
+    return fail(CUDNN_STATUS_BAD_PARAM,
+                std::string("ENGINEHEUR results: expected unfinalized ENGINECFG descriptors, got ") +
+                    (config.finalized ? "a finalized " : "a ") + type_name(config.type));
   const auto engine = std::make_shared<Descriptor>();  // owned by the configuration alone
   engine->type = CUDNN_BACKEND_ENGINE_DESCRIPTOR;
   engine->graph = graph;
@@ -655,13 +642,63 @@ cudnnStatus_t fill_engine_config(Descriptor& config, const std::shared_ptr<const
   return CUDNN_STATUS_SUCCESS;
 }
 
+// ENGINEHEUR_RESULTS: how many engines there are (requested 0), or that many configurations filled.
+cudnnStatus_t heuristics_results(const Descriptor& heuristics, int64_t requested, int64_t* count, void* elements) {
+  const int64_t available = unsupported(*heuristics.graph).empty() ? 1 : 0;
+  if (requested < 0) return fail(CUDNN_STATUS_BAD_PARAM, "ENGINEHEUR results: negative requested count");
+  if (requested == 0) {
+    *count = available;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (!elements) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "ENGINEHEUR results: null array");
+  const int64_t filled = std::min(available, requested);
+  for (int64_t i = 0; i < filled; ++i) {
+    DescriptorPtr config;
+    if (cudnnStatus_t status = lookup(static_cast<void* const*>(elements)[i], "ENGINEHEUR results", config);
+        status != CUDNN_STATUS_SUCCESS ||
+        (status = fill_engine_config(*config, heuristics.graph)) != CUDNN_STATUS_SUCCESS)
+      return status;
+  }
+  *count = filled;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// The pack's pointers by tensor id, then the graph run on them (kernels/emu/cudnn_emu_execute.cpp).
+cudnnStatus_t execute(const GraphInfo& graph, const Descriptor& pack) {
+  std::map<int64_t, void*> given;
+  const Attribute* uids = attribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
+  const Attribute* pointers = attribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+  if (uids && pointers)  // as many of each: the pack's finalize checked
+    for (size_t i = 0; i < uids->integers.size(); ++i) given[uids->integers[i]] = pointers->pointers[i];
+  return execute_graph(graph, given);
+}
+
+// Runs an entry point's body; an exception (host memory running out) becomes a status, never a
+// crash through the C interface.
+template <class Body>
+cudnnStatus_t guarded(const char* call, Body body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, std::string(call) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(CUDNN_STATUS_INTERNAL_ERROR, std::string(call) + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" {
 
-size_t cudnnGetVersion(void) { return 91400; }  // the API of cuDNN 9.14, the GPU machines' version
+size_t cudnnGetVersion(void) { return 91400; }  // emulates the API of cuDNN 9.14
 
 int mcdl_cudnn_emulated() { return 1; }
+
+int64_t mcdl_cudnn_live_objects() {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  return static_cast<int64_t>(r.descriptors.size() + r.handles.size());
+}
 
 const char* cudnnGetErrorString(cudnnStatus_t status) {
   switch (status) {
@@ -681,9 +718,11 @@ const char* cudnnGetErrorString(cudnnStatus_t status) {
     case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN: return "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN";
     case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
     case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
+    case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED:
+      return "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
   }
-  return "CUDNN_STATUS_UNKNOWN";
+  return "CUDNN_UNKNOWN_STATUS";  // the real library's answer
 }
 
 void cudnnGetLastErrorString(char* message, size_t max_size) {
@@ -696,107 +735,130 @@ void cudnnGetLastErrorString(char* message, size_t max_size) {
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate: null handle pointer");
-  *handle = new cudnnContext();
-  return CUDNN_STATUS_SUCCESS;
+  return guarded("cudnnCreate", [&] {
+    auto context = std::make_unique<cudnnContext>();
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    r.handles.insert(context.get());
+    *handle = context.release();
+    return CUDNN_STATUS_SUCCESS;
+  });
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  if (const cudnnStatus_t status = check_handle(handle, "cudnnDestroy"); status != CUDNN_STATUS_SUCCESS) return status;
+  {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    r.handles.erase(handle);
+  }
   delete handle;
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
-  if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnSetStream: null handle");
+  if (const cudnnStatus_t status = check_handle(handle, "cudnnSetStream"); status != CUDNN_STATUS_SUCCESS)
+    return status;
   handle->stream = stream;
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* descriptor) {
   if (!descriptor) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnBackendCreateDescriptor: null pointer");
-  if (std::string(type_name(type)) == "unknown")
-    return fail(CUDNN_STATUS_NOT_SUPPORTED, "descriptor type " + std::to_string(type) + " not emulated");
-  *descriptor = make_descriptor(type).get();
-  return CUDNN_STATUS_SUCCESS;
+  if (!type_name(type))
+    return fail(CUDNN_STATUS_NOT_SUPPORTED,
+                "cudnnBackendCreateDescriptor: descriptor type " + std::to_string(type) + " is not emulated");
+  return guarded("cudnnBackendCreateDescriptor", [&] {
+    auto d = std::make_shared<Descriptor>();
+    d->type = type;
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    r.descriptors[d.get()] = d;
+    *descriptor = d.get();
+    return CUDNN_STATUS_SUCCESS;
+  });
 }
 
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
-  const std::lock_guard lock(registry_mutex);
-  if (registry.erase(descriptor) == 0) return fail(CUDNN_STATUS_BAD_PARAM, "destroy: no such descriptor");
+  DescriptorPtr d;  // released after the lock: what it shares may be the last reference to others
+  if (const cudnnStatus_t status = lookup(descriptor, "cudnnBackendDestroyDescriptor", d);
+      status != CUDNN_STATUS_SUCCESS)
+    return status;
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.descriptors.erase(descriptor);
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t element_count, const void* elements) {
-  const DescriptorPtr d = find(descriptor);
-  if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "set attribute: no such descriptor");
-  if (d->finalized)
-    return fail(CUDNN_STATUS_BAD_PARAM, std::string(type_name(d->type)) + ": already finalized, attribute " +
-                                            std::to_string(name) + " cannot change");
-  if (!attribute_allowed(d->type, name, type))
-    return fail(CUDNN_STATUS_BAD_PARAM, std::string(type_name(d->type)) + ": attribute " + std::to_string(name) +
-                                            " with element type " + std::to_string(type) + " is not one it takes");
-  if (element_count < 1 || !elements)
-    return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "set attribute: no elements");
-  Attribute value;
-  if (const cudnnStatus_t status = read_elements(type, element_count, elements, value); status != CUDNN_STATUS_SUCCESS)
-    return status;
-  d->attributes[name] = std::move(value);
-  return CUDNN_STATUS_SUCCESS;
+  return guarded("cudnnBackendSetAttribute", [&] {
+    DescriptorPtr d;
+    if (const cudnnStatus_t status = lookup(descriptor, "cudnnBackendSetAttribute", d); status != CUDNN_STATUS_SUCCESS)
+      return status;
+    return set_attribute(*d, name, type, element_count, elements);
+  });
 }
 
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
-  const DescriptorPtr d = find(descriptor);
-  if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "finalize: no such descriptor");
-  if (d->finalized) return fail(CUDNN_STATUS_BAD_PARAM, std::string(type_name(d->type)) + ": finalized twice");
-  const cudnnStatus_t status = finalize(*d);
-  d->finalized = status == CUDNN_STATUS_SUCCESS;
-  return status;
+  return guarded("cudnnBackendFinalize", [&] {
+    DescriptorPtr d;
+    if (const cudnnStatus_t status = lookup(descriptor, "cudnnBackendFinalize", d); status != CUDNN_STATUS_SUCCESS)
+      return status;
+    if (d->finalized) return fail(CUDNN_STATUS_BAD_PARAM, std::string(type_name(d->type)) + ": finalized twice");
+    const cudnnStatus_t status = finalize(*d);
+    d->finalized = status == CUDNN_STATUS_SUCCESS;
+    return status;
+  });
 }
 
 cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t requested_element_count,
                                        int64_t* element_count, void* elements) {
-  const DescriptorPtr d = find(descriptor);
-  if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "get attribute: no such descriptor");
-  if (!d->finalized) return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "get attribute: descriptor not finalized");
-  if (!element_count) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "get attribute: null element count");
-  if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS &&
-      type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-    const int64_t available = engine_supports(*d->graph) ? 1 : 0;
-    if (requested_element_count == 0) {
-      *element_count = available;
+  return guarded("cudnnBackendGetAttribute", [&] {
+    DescriptorPtr d;
+    if (const cudnnStatus_t status = lookup(descriptor, "cudnnBackendGetAttribute", d); status != CUDNN_STATUS_SUCCESS)
+      return status;
+    const std::string what = type_name(d->type);
+    // As cuDNN 9 answers for a descriptor not finalized yet.
+    if (!d->finalized) return fail(CUDNN_STATUS_NOT_INITIALIZED, what + ": read before it is finalized");
+    if (!element_count) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, what + ": null element count");
+    if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS &&
+        type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+      return heuristics_results(*d, requested_element_count, element_count, elements);
+    if (d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE &&
+        type == CUDNN_TYPE_INT64) {
+      if (requested_element_count >= 1 && !elements)
+        return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, what + ": WORKSPACE_SIZE into a null array");
+      if (requested_element_count >= 1) static_cast<int64_t*>(elements)[0] = 0;
+      *element_count = 1;
       return CUDNN_STATUS_SUCCESS;
     }
-    if (!elements) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "ENGINEHEUR results: null array");
-    const int64_t filled = std::min(available, requested_element_count);
-    for (int64_t i = 0; i < filled; ++i) {
-      const DescriptorPtr config = find(static_cast<cudnnBackendDescriptor_t*>(elements)[i]);
-      if (!config) return fail(CUDNN_STATUS_BAD_PARAM, "ENGINEHEUR results: no such descriptor");
-      if (const cudnnStatus_t status = fill_engine_config(*config, d->graph); status != CUDNN_STATUS_SUCCESS)
-        return status;
-    }
-    *element_count = filled;
-    return CUDNN_STATUS_SUCCESS;
-  }
-  if (d->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE &&
-      type == CUDNN_TYPE_INT64) {
-    if (requested_element_count >= 1 && elements) static_cast<int64_t*>(elements)[0] = 0;
-    *element_count = 1;
-    return CUDNN_STATUS_SUCCESS;
-  }
-  return fail(CUDNN_STATUS_NOT_SUPPORTED, std::string(type_name(d->type)) + ": reading attribute " +
-                                              std::to_string(name) + " is not emulated");
+    return fail(CUDNN_STATUS_NOT_SUPPORTED, what + ": reading attribute " + std::to_string(name) + " as element type " +
+                                                std::to_string(type) + " is not emulated");
+  });
 }
 
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t execution_plan,
                                   cudnnBackendDescriptor_t variant_pack) {
-  if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "execute: null handle");
-  const DescriptorPtr plan = find(execution_plan), pack = find(variant_pack);
-  if (!plan || plan->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !plan->finalized)
-    return fail(CUDNN_STATUS_BAD_PARAM, "execute: expected a finalized execution plan");
-  if (!pack || pack->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !pack->finalized)
-    return fail(CUDNN_STATUS_BAD_PARAM, "execute: expected a finalized variant pack");
-  return execute(*plan->graph, *pack);
+  return guarded("cudnnBackendExecute", [&] {
+    if (const cudnnStatus_t status = check_handle(handle, "cudnnBackendExecute"); status != CUDNN_STATUS_SUCCESS)
+      return status;
+    DescriptorPtr plan, pack;
+    if (cudnnStatus_t status = lookup(execution_plan, "cudnnBackendExecute (plan)", plan);
+        status != CUDNN_STATUS_SUCCESS ||
+        (status = lookup(variant_pack, "cudnnBackendExecute (pack)", pack)) != CUDNN_STATUS_SUCCESS)
+      return status;
+    if (plan->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !plan->finalized)
+      return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute: expected a finalized EXECUTION_PLAN, got " +
+                                              std::string(plan->finalized ? "a " : "an unfinalized ") +
+                                              type_name(plan->type));
+    if (pack->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !pack->finalized)
+      return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute: expected a finalized VARIANT_PACK, got " +
+                                              std::string(pack->finalized ? "a " : "an unfinalized ") +
+                                              type_name(pack->type));
+    return execute(*plan->graph, *pack);
+  });
 }
 
 }  // extern "C"

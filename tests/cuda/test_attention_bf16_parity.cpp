@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/ops.h"
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/cudnn_backend.h"
 #include "kernels/emu/profile_ranges.h"
 #include "kernels/emu/runtime_api.h"
 #include "tests/bf16_support.h"
@@ -213,11 +215,20 @@ TEST_CASE("cuDNN's fused attention: a plan for every case, and bf16_attention ru
 }
 
 namespace {
-// An environment variable set for a scope.
+// An environment variable set for a scope, then as it was.
 struct EnvironmentVariable {
   const char* name;
-  EnvironmentVariable(const char* variable, const char* value) : name(variable) { ::setenv(name, value, 1); }
-  ~EnvironmentVariable() { ::unsetenv(name); }
+  std::optional<std::string> previous;
+  EnvironmentVariable(const char* variable, const char* value) : name(variable) {
+    if (const char* old = std::getenv(name)) previous = old;
+    ::setenv(name, value, 1);
+  }
+  ~EnvironmentVariable() {
+    if (previous)
+      ::setenv(name, previous->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
 };
 }  // namespace
 
@@ -239,4 +250,31 @@ TEST_CASE("cuDNN's attention: the sizes it refuses, a missing library, and the f
   CHECK(why.find("MCDL_CUDNN_LIBRARY") != std::string::npos);
   const ScopedEngineSettings cudnn(&EngineSettings::attention, AttentionAlgorithm::cudnn);
   check_path(random_qkv(1, 7, 3, 32, 61), 3, "attention_bf16");
+}
+
+// The real cuDNN, where one is installed (every machine of this project has cuDNN 9 with the CUDA
+// toolkit), accepts the attention's graph: every descriptor, attribute and operation as it checks
+// them. Its heuristics need a GPU, so whether it offers an engine is the GPU suite's test above.
+TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it without a GPU") {
+  cuda::check_attention_bf16_cudnn_graph(2, 5, 2, 32);  // the library loaded by default
+#if defined(__SANITIZE_ADDRESS__)
+  MESSAGE("left out under AddressSanitizer: the real cuDNN keeps allocations to the process's end");
+#else
+  const EnvironmentVariable real("MCDL_CUDNN_LIBRARY", "libcudnn.so.9");
+  size_t version = 0;
+  try {
+    version = cuda::cudnn_library().version;
+  } catch (const std::exception& e) {
+    MESSAGE("no cuDNN 9 to load here: ", e.what());
+    return;
+  }
+  if (version < 90800) {
+    MESSAGE("cuDNN ", version, " needs a handle, so a GPU, to finalize a graph");
+    return;
+  }
+  MESSAGE(cuda::cudnn_description());
+  for (const AttentionCase& c : kAttentionCases)
+    CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(c.batch, c.tokens, c.heads, c.head_dim));
+  CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(128, 197, 12, 64));
+#endif
 }
