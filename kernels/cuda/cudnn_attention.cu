@@ -12,7 +12,6 @@
 // scale is a by-value scalar, so it is not part of the plan.
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +22,7 @@
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cudnn_backend.h"
+#include "kernels/cuda/cudnn_graph.h"
 #include "kernels/cuda/device_resource.h"
 #include "kernels/cuda/runtime.h"
 
@@ -41,7 +41,7 @@ struct Shape {
 
 // A plan and everything it was built from (kept alive with it).
 struct Plan {
-  std::deque<BackendDescriptor> parts;  // tensors, operations, the graph, the configurations (a deque: kept in place)
+  std::unique_ptr<CudnnGraph> graph;  // tensors, operations, the graph, the configurations
   std::unique_ptr<BackendDescriptor> plan;
   void* workspace = nullptr;
   std::string refusal;  // why cuDNN offers no plan for the shape; empty when `plan` is set
@@ -60,120 +60,39 @@ void destroy_plans(Plans& plans) {
 }
 DeviceResource<Plans> plans_resource(create_plans, destroy_plans);
 
-class GraphBuilder {
- public:
-  explicit GraphBuilder(std::deque<BackendDescriptor>& parts) : parts_(parts) {}
-
-  const BackendDescriptor& tensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
-                                  const std::vector<int64_t>& strides, bool is_virtual, bool by_value = false) {
-    BackendDescriptor& t = keep(BackendDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
-    t.set_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, type)
-        .set_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
-        .set_int64s(CUDNN_ATTR_TENSOR_STRIDES, strides)
-        .set_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
-        .set_int64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, alignment_bytes)
-        .set_bool(CUDNN_ATTR_TENSOR_IS_VIRTUAL, is_virtual)
-        .set_bool(CUDNN_ATTR_TENSOR_IS_BY_VALUE, by_value);
-    t.finalize();
-    return t;
-  }
-  // A virtual fp32 or bf16 intermediate, packed row-major.
-  const BackendDescriptor& intermediate(cudnnDataType_t type, const std::vector<int64_t>& dims) {
-    std::vector<int64_t> strides(dims.size(), 1);
-    for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-    return tensor(next_virtual_++, type, dims, strides, true);
-  }
-
-  void matmul(const BackendDescriptor& a, const BackendDescriptor& b, const BackendDescriptor& c) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
-    desc.set_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT).finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
-    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_DESC, desc)
-        .finalize();
-    ops_.push_back(op.get());
-  }
-  // y = mode(x, b), b null for the unary modes.
-  void pointwise(cudnnPointwiseMode_t mode, const BackendDescriptor& x, const BackendDescriptor* b,
-                 const BackendDescriptor& y) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-    desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
-        .set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT)
-        .finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-    const float one = 1.0f;
-    op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc)
-        .set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
-        .set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y)
-        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one)
-        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
-    if (b) op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-    op.finalize();
-    ops_.push_back(op.get());
-  }
-  void reduction(cudnnReduceTensorOp_t reduce, const BackendDescriptor& x, const BackendDescriptor& y) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
-    desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce)
-        .set_data_type(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT)
-        .finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
-    op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc)
-        .set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
-        .set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
-        .finalize();
-    ops_.push_back(op.get());
-  }
-
-  // The finalized graph; without a handle where `handle` is null (cuDNN 9.8 and later take none).
-  const BackendDescriptor& graph(cudnnHandle_t handle) {
-    BackendDescriptor& g = keep(BackendDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
-    g.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()), ops_.data());
-    if (handle) g.set_handle(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle);
-    g.finalize();
-    return g;
-  }
-
-  BackendDescriptor& keep(BackendDescriptor&& descriptor) { return parts_.emplace_back(std::move(descriptor)); }
-
- private:
-  std::deque<BackendDescriptor>& parts_;
-  std::vector<cudnnBackendDescriptor_t> ops_;
-  int64_t next_virtual_ = first_virtual_uid;
-};
-
 // The SDPA graph of the header comment for one shape.
-const BackendDescriptor& build_graph(GraphBuilder& g, const Shape& s, cudnnHandle_t handle) {
+const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_t handle) {
   const int64_t b = s.batch, t = s.tokens, h = s.heads, hd = s.head_dim, d = h * hd;
   // [B, H, T, hd] views of qkv [B, T, 3, H, hd]; Kᵀ swaps the last two.
   const std::vector<int64_t> qkv_strides = {t * 3 * d, hd, 3 * d, 1};
-  const auto& q = g.tensor(q_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, qkv_strides, false);
-  const auto& k_t = g.tensor(k_uid, CUDNN_DATA_BFLOAT16, {b, h, hd, t}, {t * 3 * d, hd, 1, 3 * d}, false);
-  const auto& v = g.tensor(v_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, qkv_strides, false);
-  const auto& o = g.tensor(o_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, {t * d, hd, d, 1}, false);
-  const auto& scale = g.tensor(scale_uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  const auto& q = g.tensor(q_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, qkv_strides, alignment_bytes);
+  const auto& k_t = g.tensor(k_uid, CUDNN_DATA_BFLOAT16, {b, h, hd, t}, {t * 3 * d, hd, 1, 3 * d}, alignment_bytes);
+  const auto& v = g.tensor(v_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, qkv_strides, alignment_bytes);
+  const auto& o = g.tensor(o_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, {t * d, hd, d, 1}, alignment_bytes);
+  const auto& scale = g.tensor(scale_uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, alignment_bytes, false, true);
 
-  const auto& scores = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t});
+  const auto& scores = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t}, alignment_bytes);
   g.matmul(q, k_t, scores);
-  const auto& scaled = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t});
+  const auto& scaled = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, scaled);
-  const auto& row_max = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1});
+  const auto& row_max = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1}, alignment_bytes);
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, scaled, row_max);
-  const auto& shifted = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t});
+  const auto& shifted = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_SUB, scaled, &row_max, shifted);
-  const auto& numerators = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t});
+  const auto& numerators = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, numerators);
-  const auto& row_sum = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1});
+  const auto& row_sum = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1}, alignment_bytes);
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, numerators, row_sum);
-  const auto& probabilities = g.intermediate(CUDNN_DATA_BFLOAT16, {b, h, t, t});
+  const auto& probabilities = g.intermediate(CUDNN_DATA_BFLOAT16, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_DIV, numerators, &row_sum, probabilities);
   g.matmul(probabilities, v, o);
-  return g.graph(handle);
+  BackendDescriptor& graph = g.graph(handle);
+  graph.finalize();
+  return graph;
 }
 
 // The heuristics' configurations for the graph in `mode`, best first.
-std::vector<BackendDescriptor*> engine_configs(GraphBuilder& g, const BackendDescriptor& graph,
+std::vector<BackendDescriptor*> engine_configs(CudnnGraph& g, const BackendDescriptor& graph,
                                                cudnnBackendHeurMode_t mode) {
   const CudnnLibrary& lib = cudnn_library();
   BackendDescriptor& heuristics = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
@@ -204,7 +123,8 @@ std::vector<BackendDescriptor*> engine_configs(GraphBuilder& g, const BackendDes
 void build_plan(Plan& out, const Shape& shape) {
   const CudnnLibrary& lib = cudnn_library();
   const cudnnHandle_t handle = cudnn_handle();
-  GraphBuilder g(out.parts);
+  out.graph = std::make_unique<CudnnGraph>();
+  CudnnGraph& g = *out.graph;
   const BackendDescriptor& graph = build_graph(g, shape, handle);
   std::string outcomes;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
@@ -252,7 +172,7 @@ const BackendDescriptor* plan_for(const Shape& shape, void** workspace, std::str
     try {
       build_plan(plan, shape);
     } catch (const std::exception& e) {
-      plan.parts.clear();
+      plan.graph.reset();
       plan.plan.reset();
       plan.refusal = e.what();
     }
@@ -267,40 +187,43 @@ const BackendDescriptor* plan_for(const Shape& shape, void** workspace, std::str
 
 bool aligned(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % alignment_bytes == 0; }
 
+// The plan for the buffers and the shape (its workspace in `workspace`), or null with `why` set.
+const BackendDescriptor* usable_plan(const bf16* qkv, const bf16* context, const Shape& shape, void** workspace,
+                                     std::string* why) {
+  if (shape.batch < 1 || shape.tokens < 1 || shape.heads < 1 || shape.head_dim < 8 || shape.head_dim % 8 != 0 ||
+      !aligned(qkv) || !aligned(context)) {
+    if (why)
+      *why = "cuDNN attention at " + shape_text(shape) +
+             ": needs a head size that is a multiple of 8 and 16-byte aligned buffers";
+    return nullptr;
+  }
+  try {
+    return plan_for(shape, workspace, why);
+  } catch (const std::exception& e) {  // the library or its handle is unavailable
+    if (why) *why = std::string("cuDNN attention: ") + e.what();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim) {
-  std::deque<BackendDescriptor> parts;
-  GraphBuilder g(parts);
+  CudnnGraph g;
   (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
 }
 
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why) {
-  const Shape shape{batch, tokens, heads, head_dim};
-  if (batch < 1 || tokens < 1 || heads < 1 || head_dim < 8 || head_dim % 8 != 0 || !aligned(qkv) ||
-      !aligned(context)) {
-    if (why)
-      *why = "cuDNN attention at " + shape_text(shape) +
-             ": needs a head size that is a multiple of 8 and 16-byte aligned buffers";
-    return false;
-  }
   void* workspace = nullptr;
-  try {
-    return plan_for(shape, &workspace, why) != nullptr;
-  } catch (const std::exception& e) {  // the library or its handle is unavailable
-    if (why) *why = std::string("cuDNN attention: ") + e.what();
-    return false;
-  }
+  return usable_plan(qkv, context, Shape{batch, tokens, heads, head_dim}, &workspace, why) != nullptr;
 }
 
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                           int64_t head_dim, float scale) {
   std::string why;
-  if (!attention_bf16_cudnn_supported(qkv, context, batch, tokens, heads, head_dim, &why))
-    throw std::invalid_argument(why);
   void* workspace = nullptr;
-  const BackendDescriptor* plan = plan_for(Shape{batch, tokens, heads, head_dim}, &workspace, nullptr);
+  const BackendDescriptor* plan = usable_plan(qkv, context, Shape{batch, tokens, heads, head_dim}, &workspace, &why);
+  if (!plan) throw std::invalid_argument(why);
   const int64_t d = heads * head_dim;
   // Device pointers, and for the by-value scale a host pointer to its value.
   const std::vector<int64_t> uids = {q_uid, k_uid, v_uid, o_uid, scale_uid};

@@ -13,6 +13,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cuda/cudnn_backend.h"
+#include "kernels/cuda/cudnn_graph.h"
 #include "kernels/cuda/runtime_library.h"
 
 using namespace mcdl;
@@ -56,64 +57,18 @@ struct Handle {
   Handle& operator=(const Handle&) = delete;
 };
 
-// A graph under construction; the descriptors live as long as it does.
-struct Graph {
-  std::vector<std::unique_ptr<BackendDescriptor>> parts;
-  std::vector<cudnnBackendDescriptor_t> ops;
-
-  BackendDescriptor& keep(BackendDescriptor&& d) {
-    parts.push_back(std::make_unique<BackendDescriptor>(std::move(d)));
-    return *parts.back();
-  }
+// A graph under construction (kernels/cuda/cudnn_graph.h, the engine's builder), with the test's
+// tensors aligned to their element size, and its plan and execution.
+struct Graph : CudnnGraph {
   const BackendDescriptor& tensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
                                   const std::vector<int64_t>& strides, Kind kind = Kind::plain) {
-    return keep(::tensor(uid, type, dims, strides, kind));
+    return CudnnGraph::tensor(uid, type, dims, strides, element_bytes(type), kind == Kind::intermediate,
+                              kind == Kind::by_value);
   }
-  void matmul(const BackendDescriptor& a, const BackendDescriptor& b, const BackendDescriptor& c,
-              cudnnDataType_t compute = CUDNN_DATA_FLOAT) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
-    desc.set_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, compute).finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
-    op.set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
-        .set_descriptor(CUDNN_ATTR_OPERATION_MATMUL_DESC, desc)
-        .finalize();
-    ops.push_back(op.get());
-  }
-  // y = mode(alpha1·x, alpha2·b).
-  void pointwise(cudnnPointwiseMode_t mode, const BackendDescriptor& x, const BackendDescriptor* b,
-                 const BackendDescriptor& y, float alpha1 = 1, float alpha2 = 1) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-    desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
-        .set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT)
-        .finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-    op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc)
-        .set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x)
-        .set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y)
-        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha1)
-        .set(CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha2);
-    if (b) op.set_descriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-    op.finalize();
-    ops.push_back(op.get());
-  }
-  void reduction(cudnnReduceTensorOp_t reduce, const BackendDescriptor& x, const BackendDescriptor& y) {
-    BackendDescriptor& desc = keep(BackendDescriptor(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
-    desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce)
-        .set_data_type(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT)
-        .finalize();
-    BackendDescriptor& op = keep(BackendDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
-    op.set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc)
-        .set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
-        .set_descriptor(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
-        .finalize();
-    ops.push_back(op.get());
-  }
-  // The operation graph of `ops`; its finalize's status in `status` when given, else it must finalize.
-  BackendDescriptor& graph(cudnnStatus_t* status = nullptr) {
-    BackendDescriptor& g = keep(BackendDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
-    g.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops.size()), ops.data());
+  // The operation graph of the operations so far; its finalize's status in `status` when given,
+  // else it must finalize.
+  BackendDescriptor& finalized_graph(cudnnStatus_t* status = nullptr) {
+    BackendDescriptor& g = graph();
     if (status)
       *status = g.try_finalize();
     else
@@ -132,7 +87,7 @@ struct Graph {
   // The plan of the heuristics' first configuration, which must exist.
   BackendDescriptor& plan() {
     const CudnnLibrary& lib = cudnn_library();
-    BackendDescriptor& h = heuristics(graph());
+    BackendDescriptor& h = heuristics(finalized_graph());
     int64_t count = 0;
     check_cudnn(
         lib.get_attribute(h.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
@@ -295,7 +250,8 @@ TEST_CASE("emulated cuDNN: the heuristics offer one engine, and none for a graph
     CHECK(y == std::vector<float>{1, 2, 3, 4});
 
     BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    engine.set_descriptor(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g.graph()).set_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0);
+    engine.set_descriptor(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g.finalized_graph())
+        .set_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0);
     engine.finalize();
     BackendDescriptor config(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     config.set_descriptor(CUDNN_ATTR_ENGINECFG_ENGINE, engine).finalize();
@@ -309,7 +265,7 @@ TEST_CASE("emulated cuDNN: the heuristics offer one engine, and none for a graph
     Graph g;
     g.pointwise(CUDNN_POINTWISE_EXP, g.tensor(1, CUDNN_DATA_HALF, {1, 4}, {4, 1}), nullptr,
                 g.tensor(2, CUDNN_DATA_HALF, {1, 4}, {4, 1}));
-    BackendDescriptor& graph = g.graph();
+    BackendDescriptor& graph = g.finalized_graph();
     int64_t count = -1;
     check_cudnn(lib.get_attribute(g.heuristics(graph).get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
@@ -415,7 +371,7 @@ TEST_CASE("emulated cuDNN: bad descriptors, graphs and variant packs are refused
     Graph g;
     g.pointwise(CUDNN_POINTWISE_EXP, g.tensor(100, CUDNN_DATA_FLOAT, {2, 3}, {3, 1}, Kind::intermediate), nullptr, y_t);
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
-    g.graph(&status);
+    g.finalized_graph(&status);
     CHECK(status == CUDNN_STATUS_BAD_PARAM);
     CHECK(last_message() == "OPERATIONGRAPH: virtual tensor 100 is read but no operation writes it");
   }
@@ -424,7 +380,7 @@ TEST_CASE("emulated cuDNN: bad descriptors, graphs and variant packs are refused
     Graph twice;
     twice.pointwise(CUDNN_POINTWISE_EXP, x_t, nullptr, y_t);
     twice.pointwise(CUDNN_POINTWISE_LOG, x_t, nullptr, y_t);
-    twice.graph(&status);
+    twice.finalized_graph(&status);
     CHECK(status == CUDNN_STATUS_BAD_PARAM);
     CHECK(last_message() == "OPERATIONGRAPH: tensor 4 is written by two operations");
 
@@ -432,7 +388,7 @@ TEST_CASE("emulated cuDNN: bad descriptors, graphs and variant packs are refused
     clash.pointwise(CUDNN_POINTWISE_EXP, x_t, nullptr, y_t);
     clash.pointwise(CUDNN_POINTWISE_LOG, clash.tensor(1, CUDNN_DATA_FLOAT, {2, 3}, {1, 2}), nullptr,
                     clash.tensor(5, CUDNN_DATA_FLOAT, {2, 3}, {3, 1}));
-    clash.graph(&status);
+    clash.finalized_graph(&status);
     CHECK(status == CUDNN_STATUS_BAD_PARAM);
     CHECK(last_message() == "OPERATIONGRAPH: two different tensor descriptors have unique id 1");
 
@@ -441,7 +397,7 @@ TEST_CASE("emulated cuDNN: bad descriptors, graphs and variant packs are refused
     const auto& v = cycle.tensor(101, CUDNN_DATA_FLOAT, {2, 3}, {3, 1}, Kind::intermediate);
     cycle.pointwise(CUDNN_POINTWISE_EXP, u, nullptr, v);
     cycle.pointwise(CUDNN_POINTWISE_LOG, v, nullptr, u);
-    cycle.graph(&status);
+    cycle.finalized_graph(&status);
     CHECK(status == CUDNN_STATUS_BAD_PARAM);
     CHECK(last_message() == "OPERATIONGRAPH: the operations form a cycle");
   }
@@ -477,7 +433,10 @@ TEST_CASE("emulated cuDNN: handles and descriptors are counted, and null or stal
                 g.tensor(2, CUDNN_DATA_FLOAT, {2}, {1}));
     g.plan();
     const Handle handle;
-    CHECK(live_objects() == before + static_cast<int64_t>(g.parts.size()) + 1);
+    // 2 tensors, the point-wise descriptor and operation, the graph, the heuristics, the
+    // configuration, the plan (the engine the heuristics made lives inside the configuration), and
+    // the handle.
+    CHECK(live_objects() == before + 8 + 1);
   }
   CHECK(live_objects() == before);
 
