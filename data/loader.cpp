@@ -4,10 +4,29 @@
 
 #include "data/randaugment.h"
 #include "engine/error.h"
+#include "engine/ops.h"
 #include "engine/profile.h"
 #include "engine/random.h"
 
 namespace mcdl {
+namespace {
+
+// `rows` [m, ...] between `before` and `after` rows of zeros (the images another process prepares).
+Tensor with_zero_rows(const Tensor& rows, int64_t before, int64_t after) {
+  if (before == 0 && after == 0) return rows;
+  const auto zero_rows = [&rows](int64_t n) {
+    Shape shape = rows.shape();
+    shape[0] = n;
+    return zeros(shape, rows.dtype(), rows.device());
+  };
+  std::vector<Tensor> parts;
+  if (before > 0) parts.push_back(zero_rows(before));
+  parts.push_back(rows);
+  if (after > 0) parts.push_back(zero_rows(after));
+  return concat(parts, 0);
+}
+
+}  // namespace
 
 Image make_view(const Image& resized, ViewKind kind, int64_t image_size, RandomStream& stream,
                 double crop_scale_min) {
@@ -103,18 +122,25 @@ bool BatchLoader::next(LoadedBatch& out) {
   lock.unlock();
   cv_.notify_all();
   // The device part of the batch, on this (the consumer's) thread: the images go up once for
-  // every view made there.
+  // every view made there (the views the workers left undefined).
   std::vector<size_t> device_made;
   std::vector<std::vector<ViewParams>> device_params;
   for (size_t v = 0; v < out.device_params.size(); ++v)
-    if (!out.device_params[v].empty()) {
+    if (!out.views[v].defined()) {
       device_made.push_back(v);
       device_params.push_back(std::move(out.device_params[v]));
     }
   if (!device_made.empty()) {
-    std::vector<Tensor> made = augment_batch_views(out.resized, device_params, options_.image_size,
-                                                   options_.normalization, options_.device);
-    for (size_t i = 0; i < device_made.size(); ++i) out.views[device_made[i]] = std::move(made[i]);
+    const auto [begin, end] = out.prepared;
+    const int64_t s = options_.image_size;
+    if (begin == end) {  // none of this process's images: zeros
+      for (size_t v : device_made) out.views[v] = zeros({out.images, cache_.channels(), s, s}, DType::f32, options_.device);
+    } else {
+      const std::vector<Tensor> made = augment_batch_views(out.resized, device_params, s, options_.normalization,
+                                                           options_.device);
+      for (size_t i = 0; i < device_made.size(); ++i)
+        out.views[device_made[i]] = with_zero_rows(made[i], begin, out.images - end);
+    }
   }
   out.resized.clear();
   out.device_params.clear();
@@ -136,9 +162,15 @@ LoadedBatch BatchLoader::build_batch(int64_t epoch, int64_t batch) const {
   }
   LoadedBatch out;
   out.batch = batch;
+  out.images = b;
+  out.prepared = options_.positions ? options_.positions(b) : std::pair<int64_t, int64_t>{0, b};
+  const auto [begin, end] = out.prepared;
+  check(0 <= begin && begin <= end && end <= b, "loader: positions [", begin, ", ", end, ") of a batch of ", b);
+  const bool whole = begin == 0 && end == b;
   out.device_params.resize(any_on_device ? num_views : 0);
-  for (size_t v = 0; v < num_views; ++v) out.views.push_back(on_device[v] ? Tensor() : empty({b, c, s, s}));
-  for (int64_t i = 0; i < b; ++i) {
+  for (size_t v = 0; v < num_views; ++v)
+    out.views.push_back(on_device[v] ? Tensor() : whole ? empty({b, c, s, s}) : zeros({b, c, s, s}));
+  for (int64_t i = begin; i < end; ++i) {
     Image resized = cache_.get(items[static_cast<size_t>(i)]);
     for (size_t v = 0; v < num_views; ++v) {
       RandomStream stream(options_.seed, stream_id("augment", {epoch, batch, i, static_cast<int64_t>(v)}));

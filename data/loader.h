@@ -12,9 +12,11 @@
 #pragma once
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "data/device_augment.h"
@@ -43,12 +45,20 @@ struct LoaderOptions {
   Device device = Device::cpu();  // where the views are returned
   // The pretrain view's random resized crop: smallest area fraction (torchvision's default 0.08).
   double crop_scale_min = 0.08;
+  // The images [begin, end) of a batch of the given size that this process prepares (each process
+  // of a data-parallel run, its own: Shards::own_positions); the other rows of every view are
+  // zeros, and their images are not read. Unset: every image.
+  std::function<std::pair<int64_t, int64_t>(int64_t batch_size)> positions;
 };
 
 // The views of one batch: views[v] is [B, C, S, S] f32 on options.device.
 struct LoadedBatch {
   int64_t batch = 0;
   std::vector<Tensor> views;
+  int64_t images = 0;  // the batch's size
+  // The images prepared, [begin, end) of the batch's positions (LoaderOptions::positions); the
+  // other rows of every view are zeros.
+  std::pair<int64_t, int64_t> prepared{0, 0};
   // Work left for the consumer thread on a CUDA device: the resized images and, per view, the
   // drawn parameters (empty for views already prepared on the CPU).
   std::vector<Image> resized;

@@ -52,6 +52,32 @@ void add_in_order(Tensor& sum, const Tensor& grad) {
   }
 }
 
+// Shard `images`' rows of an input of `blocks` blocks of `per_block` rows: its images' rows from
+// each block, block after block.
+Tensor shard_rows(const Tensor& input, std::pair<int64_t, int64_t> images, int64_t blocks, int64_t per_block) {
+  if (blocks == 1) return slice(input, 0, images.first, images.second);
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < blocks; ++g)
+    parts.push_back(slice(input, 0, g * per_block + images.first, g * per_block + images.second));
+  return concat(parts, 0);
+}
+
+// Outputs in shard order (each shard's rows block after block, as shard_rows cut them) back in the
+// input's order: block after block, each block's rows in image order.
+Tensor block_order(const Tensor& by_shard, const std::vector<std::pair<int64_t, int64_t>>& images, int64_t blocks) {
+  if (blocks == 1) return by_shard;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < blocks; ++g) {
+    int64_t start = 0;  // the shard's first row in `by_shard`
+    for (const auto& [begin, end] : images) {
+      const int64_t m = end - begin;
+      if (m > 0) parts.push_back(slice(by_shard, 0, start + g * m, start + (g + 1) * m));
+      start += blocks * m;
+    }
+  }
+  return concat(parts, 0);
+}
+
 }  // namespace
 
 Shards::Shards(std::optional<int64_t> count, Collective* world) : count_(count), world_(world) {
@@ -85,23 +111,75 @@ void Shards::set_local_shard(std::optional<int64_t> shard) {
   local_shard_ = shard;
 }
 
-std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn) {
+std::pair<int64_t, int64_t> Shards::positions_of_rank(int q, int64_t images) const {
+  const int64_t per_rank = *count_ / ranks();
+  const auto shard_images = ranges(images, *count_);
+  return {shard_images[static_cast<size_t>(q * per_rank)].first,
+          shard_images[static_cast<size_t>((q + 1) * per_rank - 1)].second};
+}
+
+std::pair<int64_t, int64_t> Shards::own_positions(int64_t images) const {
+  if (ranks() == 1) return {0, images};
+  return positions_of_rank(world_->rank(), images);
+}
+
+Tensor Shards::rows_everywhere(const Tensor& input, const std::vector<int64_t>& rows) const {
+  const int64_t images = input.size(0);
+  for (int64_t r : rows) check(r >= 0 && r < images, "shards: row ", r, " asked for, of ", images, " rows");
+  NoGradGuard no_grad;
+  if (ranks() == 1 || local_shard_) return index_select(input.detach(), HostIndex(rows, input.device()));
+  const int n = ranks();
+  std::vector<std::pair<int64_t, int64_t>> held;
+  for (int q = 0; q < n; ++q) held.push_back(positions_of_rank(q, images));
+  std::vector<int64_t> rows_per_rank(static_cast<size_t>(n), 0), mine;
+  std::vector<int> holder;
+  for (int64_t r : rows) {
+    int q = 0;
+    while (r >= held[static_cast<size_t>(q)].second) ++q;  // the ranks' images are contiguous, in rank order
+    holder.push_back(q);
+    ++rows_per_rank[static_cast<size_t>(q)];
+    if (q == world_->rank()) mine.push_back(r);
+  }
+  const Tensor gathered =
+      all_gather_rows(*world_, index_select(input.detach(), HostIndex(mine, input.device())), rows_per_rank);
+  // `gathered` holds rank 0's rows in the order asked, then rank 1's, ...: back into the order asked.
+  std::vector<int64_t> next(static_cast<size_t>(n), 0), order;
+  for (int q = 1; q < n; ++q)
+    next[static_cast<size_t>(q)] = next[static_cast<size_t>(q - 1)] + rows_per_rank[static_cast<size_t>(q - 1)];
+  for (int q : holder) order.push_back(next[static_cast<size_t>(q)]++);
+  return index_select(gathered, HostIndex(order, input.device()));
+}
+
+std::vector<Tensor> Shards::forward(const Tensor& input, const MultiForward& fn, int64_t blocks) {
   if (!count_ || input.size(0) == 0) return fn(input);
   if (local_shard_) return forward_local_shard(input, fn, *local_shard_);
+  check(blocks >= 1 && input.size(0) % blocks == 0, "shards: ", input.size(0), " rows are not ", blocks,
+        " blocks of one size");
+  const int64_t per_block = input.size(0) / blocks;
+  const auto images = ranges(per_block, *count_);
+  std::vector<std::pair<int64_t, int64_t>> shard_ranges;  // each shard's rows, shard after shard
+  for (const auto& [begin, end] : images) {
+    const int64_t start = shard_ranges.empty() ? 0 : shard_ranges.back().second;
+    shard_ranges.emplace_back(start, start + blocks * (end - begin));
+  }
   std::vector<std::vector<Tensor>> parts;  // [output][shard] of this rank's shards
-  const auto shard_ranges = ranges(input.size(0), *count_);
   for (int64_t s = first_; s < last_; ++s) {
     const auto [begin, end] = shard_ranges[static_cast<size_t>(s)];
     if (begin == end) continue;
-    const std::vector<Tensor> outputs = cut(s, fn(slice(input, 0, begin, end)), end - begin);
+    const std::vector<Tensor> outputs =
+        cut(s, fn(shard_rows(input, images[static_cast<size_t>(s)], blocks, per_block)), end - begin);
     if (parts.empty()) parts.resize(outputs.size());
     check(outputs.size() == parts.size(), "shards: the forward gave ", outputs.size(), " outputs on shard ", s, " but ",
           parts.size(), " on the first");
     for (size_t k = 0; k < outputs.size(); ++k) parts[k].push_back(outputs[k]);
   }
-  if (ranks() > 1) return gather_outputs(parts, input.size(0), input.device(), shard_ranges);
   std::vector<Tensor> result;
-  for (const auto& part : parts) result.push_back(part.size() == 1 ? part[0] : concat(part, 0));
+  if (ranks() > 1) {
+    result = gather_outputs(parts, input.size(0), input.device(), shard_ranges);
+  } else {
+    for (const auto& part : parts) result.push_back(part.size() == 1 ? part[0] : concat(part, 0));
+  }
+  for (Tensor& out : result) out = block_order(out, images, blocks);
   return result;
 }
 
@@ -189,8 +267,8 @@ std::vector<Tensor> Shards::forward_local_shard(const Tensor& input, const Multi
   return outputs;
 }
 
-Tensor Shards::forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn) {
-  return forward(input, [&fn](const Tensor& rows) { return std::vector<Tensor>{fn(rows)}; })[0];
+Tensor Shards::forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn, int64_t blocks) {
+  return forward(input, [&fn](const Tensor& rows) { return std::vector<Tensor>{fn(rows)}; }, blocks)[0];
 }
 
 void Shards::backward(const Tensor& loss, const std::vector<Tensor>& parameters) {

@@ -1,5 +1,5 @@
 // Exact batch sharding (--shards S): the per-sample part of a training step (the model's forward
-// and backward) runs on S contiguous shards of the batch's rows, one after the other, while the
+// and backward) runs on S contiguous shards of the batch's images, one after the other, while the
 // losses see the whole batch's outputs, so every batch statistic stays global.
 //
 // A forward through Shards cuts its input into the shards, runs the model on each, and cuts the
@@ -43,9 +43,22 @@ class Shards {
 
   // fn over the rows of `input` [n, ...]: its outputs over all n rows, each [n, ...]. With a graph
   // (grad mode on and an output that requires grad), each shard's outputs are kept for backward().
+  // `blocks`: the input is that many blocks of rows for the same n/blocks images (views stacked,
+  // as [weak1; weak2]); the shards are cut over the images, shard s taking its images' rows from
+  // every block, so that a process reads only the rows of its own images (own_positions).
   using MultiForward = std::function<std::vector<Tensor>(const Tensor& rows)>;
-  std::vector<Tensor> forward(const Tensor& input, const MultiForward& fn);
-  Tensor forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn);
+  std::vector<Tensor> forward(const Tensor& input, const MultiForward& fn, int64_t blocks = 1);
+  Tensor forward(const Tensor& input, const std::function<Tensor(const Tensor& rows)>& fn, int64_t blocks = 1);
+
+  // The images [begin, end) of a batch of `images` whose rows this process's forwards read: its
+  // shards' images (with local batch statistics, the images of the shards it owns); all of them
+  // in one process. A process may leave the other images' rows unprepared (the loader does).
+  std::pair<int64_t, int64_t> own_positions(int64_t images) const;
+  // Rows `rows` of `input` [images, ...] in the order asked, the same on every process, where each
+  // process holds only the rows of its own_positions: each row comes from the process that holds
+  // it (an all-gather). In one process, or with a local shard set (whose owner holds its rows),
+  // just the rows.
+  Tensor rows_everywhere(const Tensor& input, const std::vector<int64_t>& rows) const;
 
   // Local batch statistics: until the next call, a forward takes its whole input as the rows of
   // shard `shard` (nullopt: back to cutting inputs into shards). The process that owns the shard
@@ -63,6 +76,8 @@ class Shards {
     std::vector<Tensor> outputs, leaves;  // a shard's outputs with their graphs, and the leaves cut from them
   };
   int ranks() const { return world_ ? world_->size() : 1; }
+  // Rank q's images of a batch of `images`.
+  std::pair<int64_t, int64_t> positions_of_rank(int q, int64_t images) const;
   // A shard's outputs for the losses: each that has a graph replaced by a leaf cut from it (the
   // pair kept for backward()), after checking that each has `rows` rows.
   std::vector<Tensor> cut(int64_t shard, const std::vector<Tensor>& outputs, int64_t rows);

@@ -165,7 +165,7 @@ Run::Run(const TrainConfig& config, bool resume)
   trained_ = method_->trained();
   if (recipe.with_mcdl) {
     trained_->enable_predictions(resume_);
-    mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_, &world_);
+    mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_, &world_, &shards_);
   }
   if (resume_) load_checkpoint();
 }
@@ -214,7 +214,10 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
   const int64_t num_batches = static_cast<int64_t>(plan.batches.size());
   std::vector<ViewKind> views = {ViewKind::train, ViewKind::train};
   if (mcdl_) views.push_back(ViewKind::strong);  // MCDL's strong view (docs/method.md §2)
-  BatchLoader loader(*data_.cache, train_loader_options(config_, data_, device_, views));
+  LoaderOptions loader_options = train_loader_options(config_, data_, device_, views);
+  // Each process prepares only the images its shards read; the other rows stay zeros.
+  loader_options.positions = [this](int64_t batch_size) { return shards_.own_positions(batch_size); };
+  BatchLoader loader(*data_.cache, std::move(loader_options));
   loader.start(epoch, plan.batches);
 
   const std::vector<std::string> names = loss_names();

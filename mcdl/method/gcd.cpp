@@ -79,7 +79,7 @@ BaseStep Gcd::step(const LoadedBatch& batch, const BatchLabels& labels, int64_t)
         context_.shards.forward(concat({batch.views[0], batch.views[1]}, 0), [this](const Tensor& rows) {
           const Tensor features = backbone_->forward(rows);
           return std::vector<Tensor>{features, head_->forward(features)};
-        });
+        }, 2);  // two blocks of the same images: a shard takes both views of its images
     step.features = out[0];
     return out[1];
   });

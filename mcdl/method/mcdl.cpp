@@ -12,14 +12,16 @@
 
 namespace mcdl {
 
-Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device, Collective* world)
+Mcdl::Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device, Collective* world,
+           const Shards* shards)
     : settings_(settings),
       truth_(data.unlabelled_labels()),
       validation_truth_(data.validation_labels()),
       num_old_(data.num_old_classes()),
       bank_weak_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device, world),
       bank_strong_(static_cast<int64_t>(data.unlabelled.size()), clusters, settings.mu, device, world),
-      step_(settings) {}
+      step_(settings),
+      shards_(shards) {}
 
 namespace {
 
@@ -70,7 +72,8 @@ McdlTerms Mcdl::step(TrainedMethod& base, const BaseStep& base_step, const Loade
                              epoch,
                              batch.batch,
                              teacher_weak.defined() ? &teacher_weak : nullptr,
-                             teacher_strong.defined() ? &teacher_strong : nullptr};
+                             teacher_strong.defined() ? &teacher_strong : nullptr,
+                             shards_};
   McdlTerms terms = step_.run(logits, step_batch, bank_weak_, bank_strong_, losses);
   std::vector<int64_t> rows;
   for (size_t i = 0; i < labels.labelled.size(); ++i)

@@ -17,6 +17,7 @@
 #include "data/loader.h"
 #include "mcdl/method/base_method.h"
 #include "mcdl/method/bucket_report.h"
+#include "engine/shards.h"
 #include "mcdl/method/mcdl_step.h"
 #include "mcdl/method/memory_bank.h"
 
@@ -25,9 +26,11 @@ namespace mcdl {
 class Mcdl {
  public:
   // Banks over data's unlabelled pool with K clusters; across the processes of `world` (null: this
-  // one alone) each keeps its block of the banks (memory_bank.h).
+  // one alone) each keeps its block of the banks (memory_bank.h). `shards`: the run's, whose
+  // processes each prepare only their own images of a batch (Shards::own_positions), so the
+  // mixed images' rows come from the processes that hold them (null: every row is here).
   Mcdl(const McdlSettings& settings, const TrainingData& data, int64_t clusters, Device device,
-       Collective* world = nullptr);
+       Collective* world = nullptr, const Shards* shards = nullptr);
 
   static std::vector<std::string> loss_names() { return {"l_sup", "l_semi", "l_self"}; }
   // The base method's loss plus MCDL's terms at the epoch's weight (mcdl_step.h).
@@ -76,6 +79,7 @@ class Mcdl {
   std::vector<Tensor> weak_argmax_, strong_argmax_;
   MemoryBank bank_weak_, bank_strong_;
   McdlStep step_;
+  const Shards* shards_;
   std::optional<int64_t> fill_start_;  // the epoch a bank fill started the losses (start_fill > 0)
 };
 

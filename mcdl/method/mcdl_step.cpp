@@ -31,7 +31,7 @@ Tensor add_mcdl_losses(const Tensor& base, const McdlTerms& terms, double lambda
 McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch, MemoryBank& bank_weak,
                         MemoryBank& bank_strong, bool losses) {
   const auto& [weak_logits, weak_projection, weak1, strong, labels, labelled, bank_index, epoch, iteration,
-               teacher_weak_logits, teacher_strong_logits] = batch;
+               teacher_weak_logits, teacher_strong_logits, shards] = batch;
   const Device device = weak1.device();
   const int64_t b = weak1.size(0);
   const double temp = settings_.student_temp;
@@ -127,7 +127,8 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     }
     RandomStream stream(settings_.seed, stream_id("mixmatch", {epoch, iteration}));
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, settings_.mix_alpha);
-    const Tensor mixed_images = mix(index_select(weak1, HostIndex(x_rows, device)), plan);
+    const Tensor x_images = shards ? shards->rows_everywhere(weak1, x_rows) : index_select(weak1, HostIndex(x_rows, device));
+    const Tensor mixed_images = mix(x_images, plan);
     const Tensor mixed_targets = mix(targets, plan);
     const Tensor mixed_logits = profiled(device, "forward", [&] { return logits_of(mixed_images); });
     terms.semi = semi_loss(mixed_logits, mixed_targets, x_is_high, temp);

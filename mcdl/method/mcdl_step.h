@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/shards.h"
 #include "engine/tensor.h"
 #include "mcdl/method/credibility.h"
 #include "mcdl/method/memory_bank.h"
@@ -40,7 +41,9 @@ using LogitsFunction = std::function<Tensor(const Tensor& images)>;
 // projections L_sup acts on for [weak1; weak2] (2B rows); labels / labelled / bank_index per
 // sample (bank_index: the slot in the banks, −1 for a labelled sample); epoch and iteration key
 // the MixMatch draw. With an EMA teacher, its logits of [weak1; weak2] and of the strong view
-// fill the banks and give L_self its targets instead of the model's (null: the model's).
+// fill the banks and give L_self its targets instead of the model's (null: the model's). `shards`:
+// the run's when each process holds only its own images' rows of weak1 (Shards::own_positions);
+// the mixed images' rows then come from the processes that hold them (null: every row is here).
 struct McdlBatch {
   const Tensor& weak_logits;
   const Tensor& weak_projection;
@@ -52,6 +55,7 @@ struct McdlBatch {
   int64_t epoch, iteration;
   const Tensor* teacher_weak_logits = nullptr;
   const Tensor* teacher_strong_logits = nullptr;
+  const Shards* shards = nullptr;
 };
 
 class McdlStep {

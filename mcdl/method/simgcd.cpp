@@ -111,8 +111,9 @@ std::vector<std::string> SimGcd::loss_names() const { return {"cls", "cluster", 
 BaseStep SimGcd::step(const LoadedBatch& batch, const BatchLabels& labels, int64_t epoch) {
   const Device device = context_.device;
   const Tensor weak = concat({batch.views[0], batch.views[1]}, 0);
-  const HeadOutput out = profiled(device, "forward", [&] { return forward(*model_, weak); });
-  const Tensor teacher = teacher_ ? teacher_logits(weak) : Tensor();
+  // Two blocks of the same images: a shard takes both views of its images.
+  const HeadOutput out = profiled(device, "forward", [&] { return forward(*model_, weak, 2); });
+  const Tensor teacher = teacher_forward(weak, 2);
   const SimGCDLossTerms loss = profiled(device, "simgcd_losses", [&] {
     return simgcd_loss(out.logits, out.projection, labels.labels, labels.labelled, epoch, loss_config_, teacher);
   });
@@ -129,20 +130,25 @@ void SimGcd::after_step() {
   if (teacher_) ema_update(teacher_->trainable_parameters(), model_->trainable_parameters(), *context_.config.ema_teacher);
 }
 
-HeadOutput SimGcd::forward(SimGCDModel& model, const Tensor& images) {
-  const std::vector<Tensor> out = context_.shards.forward(images, [&model](const Tensor& rows) {
-    HeadOutput head = model.forward(rows);
-    return std::vector<Tensor>{head.projection, head.logits};
-  });
+HeadOutput SimGcd::forward(SimGCDModel& model, const Tensor& images, int64_t blocks) {
+  const std::vector<Tensor> out = context_.shards.forward(
+      images,
+      [&model](const Tensor& rows) {
+        HeadOutput head = model.forward(rows);
+        return std::vector<Tensor>{head.projection, head.logits};
+      },
+      blocks);
   return {out[0], out[1]};
 }
 
 Tensor SimGcd::logits(const Tensor& images) { return forward(*model_, images).logits; }
 
-Tensor SimGcd::teacher_logits(const Tensor& images) {
+Tensor SimGcd::teacher_logits(const Tensor& images) { return teacher_forward(images, 1); }
+
+Tensor SimGcd::teacher_forward(const Tensor& images, int64_t blocks) {
   if (!teacher_) return Tensor();
   NoGradGuard no_grad;
-  return profiled(context_.device, "teacher", [&] { return forward(*teacher_, images).logits; });
+  return profiled(context_.device, "teacher", [&] { return forward(*teacher_, images, blocks).logits; });
 }
 
 std::vector<std::string> SimGcd::score_columns() const {

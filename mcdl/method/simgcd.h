@@ -58,8 +58,11 @@ class SimGcd : public TrainedMethod {
 
  private:
   void make_optimizer();
-  // The model's outputs of a training step's images, through the run's shards.
-  HeadOutput forward(SimGCDModel& model, const Tensor& images);
+  // The model's outputs of a training step's images, through the run's shards; `blocks` as
+  // Shards::forward's (2 for the weak views [weak1; weak2]).
+  HeadOutput forward(SimGCDModel& model, const Tensor& images, int64_t blocks = 1);
+  // The EMA teacher's logits, without a graph (undefined without a teacher).
+  Tensor teacher_forward(const Tensor& images, int64_t blocks);
 
   MethodContext context_;
   std::unique_ptr<SimGCDModel> model_;

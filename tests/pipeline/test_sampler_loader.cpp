@@ -2,7 +2,9 @@
 // the pretrain views' crop scale, and the image cache (bad files, the memory-mapped overflow, the persistent cache).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <unistd.h>
@@ -188,6 +190,61 @@ TEST_CASE("loader: on a CUDA device the views equal the CPU's bit for bit (emula
     return out;
   };
   CHECK(run(Device::cpu()) == run(Device::cuda()));
+}
+
+TEST_CASE("loader: a process prepares only its own images of a batch; the other rows are zeros, their images unread") {
+  const Dataset d = memory_dataset(12, 30, 3);
+  ImageCacheOptions cache_options;
+  cache_options.resize_size = 29;
+  const ImageCache cache(d, iota(10), cache_options);  // images 10 and 11 are not cached: reading them throws
+  const std::vector<std::vector<int64_t>> whole_batches = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}};
+  const std::vector<std::vector<int64_t>> with_uncached = {{10, 1, 2, 3, 11}, {11, 6, 7, 8, 10}};
+  using Range = std::pair<int64_t, int64_t>;
+  auto run = [&](Device device, const std::vector<std::vector<int64_t>>& batches,
+                 std::function<Range(int64_t)> positions) {
+    LoaderOptions options;
+    options.image_size = 25;
+    options.normalization = Normalization::imagenet();
+    options.views = {ViewKind::train, ViewKind::strong, ViewKind::test};
+    options.seed = 5;
+    options.device = device;
+    options.positions = std::move(positions);
+    BatchLoader loader(cache, options);
+    loader.start(1, batches);
+    std::vector<LoadedBatch> out;
+    LoadedBatch batch;
+    while (loader.next(batch)) out.push_back(batch);
+    return out;
+  };
+  const int64_t plane = 3 * 25 * 25;
+  for (Device device : {Device::cpu(), Device::cuda()}) {
+    INFO("on a CUDA device: ", device.is_cuda());
+    const std::vector<LoadedBatch> whole = run(Device::cpu(), whole_batches, nullptr);
+    const std::vector<LoadedBatch> part = run(device, with_uncached, [](int64_t b) { return Range{1, b - 1}; });
+    REQUIRE(part.size() == 2);
+    for (size_t k = 0; k < 2; ++k) {
+      CHECK(part[k].prepared == Range{1, 4});
+      CHECK(part[k].images == 5);
+      for (size_t v = 0; v < 3; ++v) {
+        const std::vector<float> got = part[k].views[v].to(Device::cpu()).to_vector<float>();
+        const std::vector<float> expected = whole[k].views[v].to_vector<float>();
+        REQUIRE(got.size() == static_cast<size_t>(5 * plane));
+        CHECK(std::equal(got.begin() + plane, got.begin() + 4 * plane, expected.begin() + plane));
+        CHECK(std::all_of(got.begin(), got.begin() + plane, [](float x) { return x == 0.0f; }));
+        CHECK(std::all_of(got.begin() + 4 * plane, got.end(), [](float x) { return x == 0.0f; }));
+      }
+    }
+    // A process with none of a batch's images: every row zeros.
+    const std::vector<LoadedBatch> none = run(device, with_uncached, [](int64_t) { return Range{0, 0}; });
+    for (const LoadedBatch& batch : none)
+      for (const Tensor& view : batch.views) {
+        CHECK(view.shape() == Shape{5, 3, 25, 25});
+        const std::vector<float> got = view.to(Device::cpu()).to_vector<float>();
+        CHECK(std::all_of(got.begin(), got.end(), [](float x) { return x == 0.0f; }));
+      }
+  }
+  CHECK_THROWS_WITH(run(Device::cpu(), whole_batches, [](int64_t b) { return Range{2, b + 1}; }),
+                    doctest::Contains("positions [2, 6) of a batch of 5"));
 }
 
 TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapped file; the cache persists") {
