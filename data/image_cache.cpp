@@ -145,7 +145,9 @@ void ImageCache::build(const Dataset& dataset, const std::vector<int64_t>& train
         memory_bytes_ += bytes;
       } else {
         if (!file) {
-          file.emplace(file_path, "image cache: " + file_path);
+          // Each process its own temporary file: the processes of a run (or several runs) may
+          // build the same persistent cache at once; their bytes are the same, their renames atomic.
+          file.emplace(file_path, "image cache: " + file_path, TemporaryName::per_writer);
           file->write(kMagic, sizeof kMagic);
         }
         entry.in_file = true;

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "engine/error.h"
 
@@ -49,9 +51,19 @@ std::string write_error_advice(int error) {
   }
 }
 
-AtomicFile::AtomicFile(std::string path, std::string context)
+namespace {
+
+std::string temporary_path_for(const std::string& path, TemporaryName temporary) {
+  if (temporary == TemporaryName::fixed) return path + ".tmp";
+  static std::atomic<uint64_t> writers{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writers.fetch_add(1));
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path, std::string context, TemporaryName temporary)
     : path_(std::move(path)),
-      tmp_path_(path_ + ".tmp"),
+      tmp_path_(temporary_path_for(path_, temporary)),
       context_(std::move(context)),
       file_(::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
   if (file_.get() < 0) {

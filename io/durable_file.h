@@ -15,10 +15,14 @@ namespace mcdl {
 // Writes "<path>.tmp"; commit() fsyncs it, renames it over `path` and fsyncs the directory, so a
 // crash leaves either the old file or the whole new one. Destroyed without commit() (an error on
 // the way), it removes the temporary file and `path` stays as it was. Messages start with
-// `context` (e.g. "save_safetensors: <path>").
+// `context` (e.g. "save_safetensors: <path>"). A file that several writers may write at once (the
+// same bytes, from several processes or threads) needs a temporary file of each writer's own:
+// TemporaryName::per_writer ("<path>.tmp.<pid>.<n>"); the last rename wins, whole.
+enum class TemporaryName { fixed, per_writer };
+
 class AtomicFile {
  public:
-  AtomicFile(std::string path, std::string context);
+  AtomicFile(std::string path, std::string context, TemporaryName temporary = TemporaryName::fixed);
   explicit AtomicFile(const std::string& path) : AtomicFile(path, path) {}
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;

@@ -69,6 +69,34 @@ TEST_CASE("durable files: a write that runs out of space keeps the old file and 
   }
 }
 
+TEST_CASE("durable files: writers of one file at once, each with its own temporary file, all commit it whole") {
+  testing::TempDir dir("mcdl-durable-writers");
+  const std::string path = dir.file("shared.cache");
+  const std::string bytes(100000, 'c');
+  {
+    // Interleaved as the processes of one run building one cache: all open, all write, all commit.
+    AtomicFile first(path, "cache", TemporaryName::per_writer), second(path, "cache", TemporaryName::per_writer);
+    CHECK(first.temporary_path() != second.temporary_path());
+    CHECK(first.temporary_path().starts_with(path + ".tmp."));
+    first.write(bytes);
+    second.write(bytes);
+    first.commit();
+    CHECK(read_text(path) == bytes);
+    second.commit();
+  }
+  CHECK(read_text(path) == bytes);
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.file(""))) files += entry.is_regular_file() ? 1 : 0;
+  CHECK(files == 1);  // no temporary file left
+  // With the one fixed temporary name the second writer's bytes would share the first's file,
+  // and its rename would find nothing left to rename.
+  AtomicFile first(path, "cache"), second(path, "cache");
+  first.write(bytes);
+  second.write(bytes);
+  first.commit();
+  CHECK_THROWS_WITH(second.commit(), doctest::Contains("renaming"));
+}
+
 TEST_CASE("durable files: appending rows to several files is all or nothing") {
   testing::TempDir dir("mcdl-durable-append");
   const std::string a = dir.file("metrics.jsonl"), b = dir.file("metrics.csv");

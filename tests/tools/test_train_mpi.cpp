@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "io/safetensors.h"
 #include "tests/run_checks.h"
@@ -152,6 +153,20 @@ TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with
   outcome = runs.start("", args + " --nproc 0");
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("--nproc needs a process count") != std::string::npos);
+}
+
+TEST_CASE("mcdl_train under mpirun: the processes build one --cache-dir image cache at once, and later runs read it") {
+  const MpiRuns runs;
+  const std::string cache = " --cache-dir '" + (runs.scratch / "cache").string() + "'";
+  const fs::path one = runs.train("", "simgcd", "one");
+  check_same_run(one, runs.train(mpirun(3), "simgcd", "three", cache));
+  // One cache, whole under its name; no process's temporary file left beside it.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(runs.scratch / "cache")) names.push_back(entry.path().filename().string());
+  REQUIRE(names.size() == 1);
+  CHECK(names[0].find(".tmp") == std::string::npos);
+  CHECK(names[0].ends_with(".imgcache"));
+  check_same_run(one, runs.train(mpirun(2), "simgcd", "two", cache));
 }
 
 TEST_CASE("mcdl_train under mpirun: a run stopped on 2 processes resumes on 3, and on 1, to the uninterrupted run") {
