@@ -77,6 +77,10 @@ ImageCache::ImageCache(const Dataset& dataset, const std::vector<int64_t>& train
     resize_on_access_ = true;
     return;
   }
+  if (options.decode_on_access) {
+    decode_on_access_ = true;
+    return;
+  }
   build(dataset, train_indices, options);
 }
 
@@ -236,6 +240,16 @@ Image ImageCache::get(int64_t train_index) const {
   check(!is_bad(train_index), "image cache: image ", train_index, " (",
         dataset_->train[static_cast<size_t>(train_index)].path, ") could not be decoded");
   if (resize_on_access_) return resize_shorter_side(dataset_->train_pixels[static_cast<size_t>(train_index)], resize_size_);
+  if (decode_on_access_) {
+    const std::string& path = dataset_->train[static_cast<size_t>(train_index)].path;
+    try {
+      return resize_shorter_side(decode_image(path, channels_), resize_size_);
+    } catch (const std::exception& e) {
+      fail("image cache: ", path, " could not be read when a batch needed it: ", e.what(),
+           " (images are decoded as they are read, with no check of every image at the start; fix or remove the "
+           "file)");
+    }
+  }
   const Entry& e = entries_[static_cast<size_t>(slot_of_[static_cast<size_t>(train_index)])];
   Image image(e.height, e.width, channels_);
   const uint8_t* src = (e.in_file ? mapped_ : memory_.data()) + e.offset;

@@ -27,6 +27,10 @@ struct ImageCacheOptions {
   std::string cache_dir;              // empty: the overflow file is temporary
   int64_t threads = 0;                // decoding threads; 0: hardware concurrency
   bool progress = false;              // print decoding progress to stderr
+  // Decode and resize each image when it is read (get), keeping nothing: no start-up pass, no
+  // memory or file for the decoded images (a training set too big to keep decoded). With no
+  // start-up pass no image is known bad: a file that cannot be decoded throws when read.
+  bool decode_on_access = false;
 };
 
 struct BadImage {
@@ -50,6 +54,7 @@ class ImageCache {
   int64_t memory_bytes() const { return memory_bytes_; }
   int64_t file_bytes() const { return file_bytes_; }
   bool loaded_from_disk() const { return loaded_from_disk_; }
+  bool decodes_on_access() const { return decode_on_access_; }
   int64_t channels() const { return channels_; }
 
  private:
@@ -67,6 +72,7 @@ class ImageCache {
   int64_t resize_size_;
   int64_t channels_;
   bool resize_on_access_ = false;
+  bool decode_on_access_ = false;
   std::vector<int64_t> slot_of_;  // train index → entry slot, −1 if not cached
   std::vector<Entry> entries_;
   std::vector<uint8_t> memory_;

@@ -210,6 +210,11 @@ std::vector<ConfigOption> config_options(TrainConfig& c) {
       {"cache-mem", "image cache memory budget in MiB (0: a quarter of the RAM)", &c.cache_mem_mb},
       {"cache-dir", "keep the decoded, resized images here so later runs skip decoding", &c.cache_dir},
       {"skip-bad-images", "drop unreadable images (after the split is drawn) instead of stopping", &c.skip_bad_images},
+      {"image-cache", "all: decode every image once at the start and keep it (memory, then a mapped file); off: "
+                      "decode each image when a batch reads it, keeping nothing (ImageNet-1K's size); auto: all up to "
+                      "200,000 training images, off above. The same pixels either way",
+       enum_field("image-cache", &c.image_cache,
+                  {{ImageCacheMode::automatic, "auto"}, {ImageCacheMode::all, "all"}, {ImageCacheMode::off, "off"}})},
       {"epochs", "training epochs", &c.epochs},
       {"batch-size", "samples per batch (each gives 2 views, 3 with MCDL)", &c.batch_size},
       {"shards", "off, or S: the batch's forwards and backwards run on S equal shards, one after another, while "
@@ -361,6 +366,9 @@ void validate_config(const TrainConfig& c) {
   check((!c.kmeans_restarts || *c.kmeans_restarts >= 1) && (!c.kmeans_iters || *c.kmeans_iters >= 1),
         "--kmeans-restarts and --kmeans-iters must be positive (or auto: the method's value)");
   check(c.gcd_head_out >= 1, "--gcd-head-out must be positive");
+  check(!c.skip_bad_images || c.image_cache != ImageCacheMode::off,
+        "--skip-bad-images leaves out the images the start-up pass cannot read, but --image-cache off has no such "
+        "pass (each image is decoded when a batch reads it); pass --image-cache all with it");
 }
 
 }  // namespace mcdl

@@ -47,6 +47,11 @@ enum class BatchStats { global, local };
 // How several processes on GPUs exchange device data: NCCL when it loads (auto) or always (nccl),
 // or through host memory and MPI (host). Every choice moves the same bytes: results are identical.
 enum class GpuCollectives { automatic, nccl, host };
+// The training images decoded once at the start and kept (all), or each time a batch reads them
+// (off: nothing kept, for datasets too big to keep decoded); auto: all up to
+// kDecodeOnceMaxImages training images, off above.
+enum class ImageCacheMode { automatic, all, off };
+constexpr int64_t kDecodeOnceMaxImages = 200000;
 // The DCL losses that train (--mcdl-losses: a comma list of sup, semi, self, or none).
 struct McdlLosses {
   bool sup = true, semi = true, self = true;
@@ -91,6 +96,7 @@ struct TrainConfig {
   int64_t cache_mem_mb = 0;            // image cache budget in MiB (0: a quarter of the RAM)
   std::string cache_dir;               // keep the decoded image cache here across runs
   bool skip_bad_images = false;
+  ImageCacheMode image_cache = ImageCacheMode::automatic;
   // Optimisation (SimGCD).
   int64_t epochs = 200;
   int64_t batch_size = 128;

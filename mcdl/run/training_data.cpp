@@ -115,6 +115,17 @@ Dataset test_split_dataset(Dataset& dataset) {
   return test;
 }
 
+// --image-cache as what it means for `images` training images; auto's choice of off is said.
+bool decodes_on_access(const TrainConfig& config, int64_t images) {
+  if (config.image_cache != ImageCacheMode::automatic) return config.image_cache == ImageCacheMode::off;
+  if (images <= kDecodeOnceMaxImages) return false;
+  std::fprintf(stderr,
+               "note: %lld training images are too many to keep decoded: each is decoded when a batch reads it "
+               "(--image-cache all decodes them all once at the start instead)\n",
+               static_cast<long long>(images));
+  return true;
+}
+
 }  // namespace
 
 TrainingData load_training_data(const TrainConfig& config) {
@@ -136,6 +147,7 @@ TrainingData load_training_data(const TrainConfig& config) {
   cache_options.memory_budget_bytes = config.cache_mem_mb * (int64_t{1} << 20);
   cache_options.cache_dir = config.cache_dir;
   cache_options.progress = config.progress;
+  cache_options.decode_on_access = decodes_on_access(config, static_cast<int64_t>(all.size()));
   data.cache = std::make_unique<ImageCache>(data.dataset, all, cache_options);
   report_bad_images(*data.cache, config, "training");
   data.labelled = readable(*data.cache, data.split.labelled);

@@ -247,6 +247,44 @@ TEST_CASE("loader: a process prepares only its own images of a batch; the other 
                     doctest::Contains("positions [2, 6) of a batch of 5"));
 }
 
+TEST_CASE("image cache: decoding on access gives the pixels decoding once does, keeps nothing and names a bad file when read") {
+  const fs::path dir = temp_dir("on-access");
+  Dataset d;
+  d.name = "files";
+  d.channels = 3;
+  d.num_classes = 1;
+  for (int i = 0; i < 4; ++i) {
+    const std::string path = (dir / ("img" + std::to_string(i) + ".png")).string();
+    write_png(path, pattern_image(20 + i, 30, 3, i));
+    d.train.push_back({path, 0});
+  }
+  ImageCacheOptions options;
+  options.resize_size = 16;
+  options.cache_dir = (dir / "kept").string();
+  const ImageCache once(d, iota(4), options);
+  options.cache_dir = (dir / "on-access").string();
+  options.decode_on_access = true;
+  const ImageCache on_access(d, iota(4), options);
+  CHECK(on_access.decodes_on_access());
+  CHECK_FALSE(once.decodes_on_access());
+  CHECK(on_access.memory_bytes() == 0);
+  CHECK(on_access.file_bytes() == 0);
+  CHECK_FALSE(fs::exists(dir / "on-access"));  // nothing written
+  for (int64_t i = 0; i < 4; ++i) {
+    const Image a = once.get(i), b = on_access.get(i);
+    CHECK(a.height == b.height);
+    CHECK(a.width == b.width);
+    CHECK(a.pixels == b.pixels);
+  }
+  // A file broken after the start: found when a batch reads it, named, with what to do.
+  { std::ofstream(dir / "img2.png", std::ios::trunc) << "not a png"; }
+  CHECK_FALSE(on_access.is_bad(2));
+  CHECK_THROWS_WITH(on_access.get(2), doctest::Contains("img2.png could not be read when a batch needed it"));
+  CHECK_THROWS_WITH(on_access.get(2), doctest::Contains("fix or remove the file"));
+  CHECK(on_access.get(3).pixels == once.get(3).pixels);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapped file; the cache persists") {
   const fs::path dir = temp_dir("cache");
   Dataset d;

@@ -169,6 +169,13 @@ TEST_CASE("mcdl_train under mpirun: the processes build one --cache-dir image ca
   check_same_run(one, runs.train(mpirun(2), "simgcd", "two", cache));
 }
 
+TEST_CASE("mcdl_train --image-cache off decodes each image when read: the same run, on 1 and on 2 processes") {
+  const MpiRuns runs;
+  const fs::path once = runs.train("", "simgcd+mcdl", "once", " --image-cache all");
+  check_same_run(once, runs.train("", "simgcd+mcdl", "off", " --image-cache off"));
+  check_same_run(once, runs.train(mpirun(2), "simgcd+mcdl", "off-2", " --image-cache off"));
+}
+
 TEST_CASE("mcdl_train under mpirun: a run stopped on 2 processes resumes on 3, and on 1, to the uninterrupted run") {
   const MpiRuns runs;
   const fs::path whole = runs.train("", "simgcd+mcdl", "whole");
