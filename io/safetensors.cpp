@@ -67,11 +67,45 @@ struct Entry {
   uint64_t begin, end;  // relative to the data area
 };
 
+[[noreturn]] void read_failed(const std::string& path, const std::string& what) {
+  fail("load_safetensors: ", path, ": ", what);
+}
+
+// `bytes` bytes at `offset` of the file into `dst`.
+void read_exact(const std::string& path, int fd, void* dst, uint64_t offset, uint64_t bytes) {
+  char* out = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, 1u << 30));
+    const ssize_t got = ::pread(fd, out, chunk, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) read_failed(path, "read failed at byte " + std::to_string(offset) + ": " + std::strerror(errno));
+    if (got == 0)
+      read_failed(path, "unexpected end of file at byte " + std::to_string(offset) + " (the file changed while loading?)");
+    out += got;
+    offset += static_cast<uint64_t>(got);
+    bytes -= static_cast<uint64_t>(got);
+  }
+}
+
+// A tensor of `shape` stored at `offset` (F16 when `half`: read as f32).
+Tensor read_block(const std::string& path, int fd, DType dtype, bool half, const Shape& shape, uint64_t offset) {
+  Tensor tensor = empty(shape, dtype);
+  if (half) {
+    std::vector<uint16_t> halves(static_cast<size_t>(tensor.numel()));
+    read_exact(path, fd, halves.data(), offset, halves.size() * sizeof(uint16_t));
+    float* out = tensor.data<float>();
+    for (size_t i = 0; i < halves.size(); ++i) out[i] = half_to_float(halves[i]);
+  } else {
+    read_exact(path, fd, tensor.raw_data(), offset, static_cast<uint64_t>(tensor.nbytes()));
+  }
+  return tensor;
+}
+
 class Loader {
  public:
   explicit Loader(const std::string& path) : path_(path) {}
 
-  SafetensorsFile load() {
+  SafetensorsFile load(const std::function<bool(const std::string& name)>& leave_in_file) {
     FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     if (file.get() < 0) bad("cannot open the file: ", std::strerror(errno));
     struct stat info;
@@ -81,7 +115,7 @@ class Loader {
     if (file_size < 8) bad("the file is ", file_size, " bytes, shorter than the 8-byte header length");
 
     unsigned char length_bytes[8];
-    read_exact(file.get(), length_bytes, 0, 8);
+    read_exact(path_, file.get(), length_bytes, 0, 8);
     uint64_t header_size = 0;
     for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length_bytes[i];
     if (header_size > kMaxHeaderBytes) {
@@ -91,7 +125,7 @@ class Loader {
       bad("header length ", header_size, " is larger than the file (", file_size, " bytes)");
     }
     std::string text(header_size, '\0');
-    read_exact(file.get(), text.data(), 8, header_size);
+    read_exact(path_, file.get(), text.data(), 8, header_size);
     const json header = parse_header(text);
 
     const uint64_t data_start = 8 + header_size;
@@ -106,7 +140,16 @@ class Loader {
       }
     }
     check_layout(entries, data_size);
-    for (const Entry& entry : entries) result.tensors.emplace(entry.name, read_tensor(file.get(), entry, data_start));
+    for (const Entry& entry : entries) {
+      const bool half = std::string_view(entry.dtype->name) == "F16";
+      if (leave_in_file && !entry.shape.empty() && leave_in_file(entry.name)) {
+        result.stored.emplace(entry.name,
+                              StoredTensor(path_, entry.dtype->engine, half, entry.shape, data_start + entry.begin));
+        continue;
+      }
+      result.tensors.emplace(entry.name,
+                             read_block(path_, file.get(), entry.dtype->engine, half, entry.shape, data_start + entry.begin));
+    }
     return result;
   }
 
@@ -116,20 +159,6 @@ class Loader {
   template <class... Parts>
   [[noreturn]] void bad(const Parts&... parts) const {
     fail("load_safetensors: ", path_, ": ", parts...);
-  }
-
-  void read_exact(int fd, void* dst, uint64_t offset, uint64_t bytes) const {
-    char* out = static_cast<char*>(dst);
-    while (bytes > 0) {
-      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, 1u << 30));
-      const ssize_t got = ::pread(fd, out, chunk, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) bad("read failed at byte ", offset, ": ", std::strerror(errno));
-      if (got == 0) bad("unexpected end of file at byte ", offset, " (the file changed while loading?)");
-      out += got;
-      offset += static_cast<uint64_t>(got);
-      bytes -= static_cast<uint64_t>(got);
-    }
   }
 
   // Parses the header, refusing duplicate keys (nlohmann would silently keep the last) and
@@ -258,24 +287,30 @@ class Loader {
     }
   }
 
-  Tensor read_tensor(int fd, const Entry& entry, uint64_t data_start) const {
-    Tensor tensor = empty(entry.shape, entry.dtype->engine);
-    const uint64_t offset = data_start + entry.begin;
-    if (std::string_view(entry.dtype->name) == "F16") {
-      std::vector<uint16_t> halves(static_cast<size_t>(tensor.numel()));
-      read_exact(fd, halves.data(), offset, entry.end - entry.begin);
-      float* out = tensor.data<float>();
-      for (size_t i = 0; i < halves.size(); ++i) out[i] = half_to_float(halves[i]);
-    } else {
-      read_exact(fd, tensor.raw_data(), offset, entry.end - entry.begin);
-    }
-    return tensor;
-  }
 };
 
 }  // namespace
 
-SafetensorsFile load_safetensors(const std::string& path) { return Loader(path).load(); }
+SafetensorsFile load_safetensors(const std::string& path,
+                                 const std::function<bool(const std::string& name)>& leave_in_file) {
+  return Loader(path).load(leave_in_file);
+}
+
+StoredTensor::StoredTensor(std::string path, DType dtype, bool half, Shape shape, uint64_t offset)
+    : path_(std::move(path)), dtype_(dtype), half_(half), shape_(std::move(shape)), offset_(offset) {}
+
+Tensor StoredTensor::rows(int64_t begin, int64_t end) const {
+  check(0 <= begin && begin <= end && end <= shape_[0], "load_safetensors: ", path_, ": rows [", begin, ", ", end,
+        ") of a tensor of ", shape_[0]);
+  Shape block = shape_;
+  block[0] = end - begin;
+  int64_t row_elements = 1;
+  for (size_t a = 1; a < shape_.size(); ++a) row_elements *= shape_[a];
+  const uint64_t row_bytes = static_cast<uint64_t>(row_elements) * (half_ ? 2 : dtype_size(dtype_));
+  const FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.get() < 0) read_failed(path_, std::string("cannot open the file again: ") + std::strerror(errno));
+  return read_block(path_, file.get(), dtype_, half_, block, offset_ + static_cast<uint64_t>(begin) * row_bytes);
+}
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {

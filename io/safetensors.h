@@ -10,6 +10,8 @@
 // F16 is read and converted to f32 on load, since the engine has no f16 dtype; save never
 // writes F16 (it writes each tensor in its own dtype). Other safetensors dtypes are refused.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -17,16 +19,40 @@
 
 namespace mcdl {
 
+// A tensor that load_safetensors left in its file (its `leave_in_file`): its dtype and shape, and
+// blocks of its rows read when asked, so a process reads only the rows it keeps (a rank's block
+// of a checkpoint's memory banks).
+class StoredTensor {
+ public:
+  StoredTensor(std::string path, DType dtype, bool half, Shape shape, uint64_t offset);
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  // Rows [begin, end) of the first axis, as a CPU tensor (F16 as f32), read from the file; a file
+  // changed since it was loaded is an error.
+  Tensor rows(int64_t begin, int64_t end) const;
+
+ private:
+  std::string path_;
+  DType dtype_;
+  bool half_;  // F16 in the file
+  Shape shape_;
+  uint64_t offset_;  // of the first row, from the file's start
+};
+
 struct SafetensorsFile {
   std::map<std::string, Tensor> tensors;        // CPU tensors, in the file's dtypes (F16 -> f32)
   std::map<std::string, std::string> metadata;  // the header's "__metadata__" (string -> string)
+  std::map<std::string, StoredTensor> stored;   // the tensors left in the file (leave_in_file)
 };
 
 // Reads and validates a whole file as the reference implementation does: the tensors must
 // exactly tile the data area (no gaps, overlaps or trailing bytes), every size must agree with
 // dtype and shape, and the header must be well-formed JSON without duplicate keys. Any problem
 // throws mcdl::Error naming the file and the problem.
-SafetensorsFile load_safetensors(const std::string& path);
+// The tensors `leave_in_file` names (those with at least one axis) are validated the same way but
+// not read: they go to `stored` instead of `tensors`.
+SafetensorsFile load_safetensors(const std::string& path,
+                                 const std::function<bool(const std::string& name)>& leave_in_file = nullptr);
 
 // Writes the tensors (copied to the CPU first) sorted by name, their data contiguous in that
 // order, the header padded with spaces to a multiple of 8 bytes as the reference does. The file

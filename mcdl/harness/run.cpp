@@ -348,9 +348,10 @@ void Run::save_checkpoint(int64_t epochs_completed) {
 void Run::load_checkpoint() {
   check(run_.has_checkpoint(), "--resume ", run_.path(), ": no checkpoint there yet (", run_.last_checkpoint(),
         ")");
-  const SafetensorsFile file = load_safetensors(run_.last_checkpoint());
+  // The banks' probabilities stay in the file: each process reads only its block of them.
+  const SafetensorsFile file = load_safetensors(run_.last_checkpoint(), read_in_part);
   trained_->load(file, run_.last_checkpoint());
-  if (mcdl_) mcdl_->load(file.tensors);
+  if (mcdl_) mcdl_->load(file.tensors, file.stored);
   resume_progress(file, run_, config_, progress_);
 }
 

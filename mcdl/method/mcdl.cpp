@@ -137,9 +137,9 @@ void Mcdl::save(std::map<std::string, Tensor>& tensors) const {
   if (fill_start_) tensors["mcdl.fill_start"] = from_vector<int64_t>({*fill_start_}, {1});
 }
 
-void Mcdl::load(const std::map<std::string, Tensor>& tensors) {
-  bank_weak_.load_state(unprefixed("bank_weak.", tensors));
-  bank_strong_.load_state(unprefixed("bank_strong.", tensors));
+void Mcdl::load(const std::map<std::string, Tensor>& tensors, const std::map<std::string, StoredTensor>& stored) {
+  bank_weak_.load_state(unprefixed("bank_weak.", tensors), unprefixed("bank_weak.", stored));
+  bank_strong_.load_state(unprefixed("bank_strong.", tensors), unprefixed("bank_strong.", stored));
   const auto fill_start = tensors.find("mcdl.fill_start");
   fill_start_.reset();
   if (fill_start != tensors.end()) {

@@ -68,7 +68,7 @@ class Mcdl {
   // The checkpoint's part: "bank_weak.*", "bank_strong.*" and, once a fill has started the
   // losses, "mcdl.fill_start" (the epoch, i64 [1]).
   void save(std::map<std::string, Tensor>& tensors) const;
-  void load(const std::map<std::string, Tensor>& tensors);
+  void load(const std::map<std::string, Tensor>& tensors, const std::map<std::string, StoredTensor>& stored = {});
 
  private:
   McdlSettings settings_;

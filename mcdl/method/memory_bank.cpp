@@ -191,24 +191,33 @@ std::map<std::string, Tensor> MemoryBank::state() const {
   return whole;
 }
 
-void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
+void MemoryBank::load_state(const std::map<std::string, Tensor>& state,
+                            const std::map<std::string, StoredTensor>& stored) {
   const char* op = "MemoryBank.load_state";
-  check(state.size() == std::size(state_names), op, ": expected exactly the tensors classes, filled, position and ",
-        "probs, got ", state.size(), " tensors");
+  check(state.size() + stored.size() == std::size(state_names), op,
+        ": expected exactly the tensors classes, filled, position and probs, got ", state.size() + stored.size(),
+        " tensors");
   for (const char* name : state_names)
-    check(state.count(name) && state.at(name).defined(), op, ": missing tensor '", name, "'");
+    check((state.count(name) && state.at(name).defined()) || stored.count(name), op, ": missing tensor '", name, "'");
   const auto expect = [&](const char* name, DType dtype, const Shape& shape) {
-    const Tensor& t = state.at(name);
-    check(t.dtype() == dtype && t.shape() == shape, op, ": '", name, "' must be ", dtype_name(dtype),
-          shape_str(shape), ", got ", t.str());
+    const auto kept = stored.find(name);
+    const DType got_dtype = kept != stored.end() ? kept->second.dtype() : state.at(name).dtype();
+    const Shape got_shape = kept != stored.end() ? kept->second.shape() : state.at(name).shape();
+    check(got_dtype == dtype && got_shape == shape, op, ": '", name, "' must be ", dtype_name(dtype), shape_str(shape),
+          ", got ", dtype_name(got_dtype), shape_str(got_shape));
+  };
+  // A tensor's rows [begin, end), read from the file where it was left there.
+  const auto rows = [&](const char* name, int64_t begin, int64_t end) {
+    const auto kept = stored.find(name);
+    return kept != stored.end() ? kept->second.rows(begin, end) : slice(state.at(name), 0, begin, end);
   };
   expect("classes", DType::i32, {num_samples_, mu_});
   expect("probs", DType::f32, {num_samples_, mu_, num_classes_});
   expect("position", DType::i64, {num_samples_});
   expect("filled", DType::i64, {num_samples_});
-  const std::vector<int32_t> classes = state.at("classes").to_vector<int32_t>();
-  const std::vector<int64_t> position = state.at("position").to_vector<int64_t>();
-  const std::vector<int64_t> filled = state.at("filled").to_vector<int64_t>();
+  const std::vector<int32_t> classes = rows("classes", 0, num_samples_).to(Device::cpu()).to_vector<int32_t>();
+  const std::vector<int64_t> position = rows("position", 0, num_samples_).to(Device::cpu()).to_vector<int64_t>();
+  const std::vector<int64_t> filled = rows("filled", 0, num_samples_).to(Device::cpu()).to_vector<int64_t>();
   for (int64_t s = 0; s < num_samples_; ++s) {
     check(position[s] >= 0 && position[s] < mu_ && filled[s] >= 0 && filled[s] <= mu_, op, ": sample ", s,
           " has position ", position[s], " and filled ", filled[s], " (mu ", mu_, ")");
@@ -221,7 +230,7 @@ void MemoryBank::load_state(const std::map<std::string, Tensor>& state) {
     }
   }
   const auto own_copy = [&](const char* name) {
-    const Tensor t = slice(state.at(name), 0, begin_, end_);
+    const Tensor t = rows(name, begin_, end_);
     return t.device() == device_ ? t.clone() : t.detach().to(device_);
   };
   rings_.classes = own_copy("classes");

@@ -19,6 +19,7 @@
 #include "engine/ops/indexing.h"  // HostIndex
 #include "engine/ops/method.h"    // BankRings, Consistency
 #include "engine/tensor.h"
+#include "io/safetensors.h"  // StoredTensor
 
 namespace mcdl {
 
@@ -73,7 +74,9 @@ class MemoryBank {
   // block; exactly those four names, the shapes and dtypes
   // above, positions in [0, μ), fills in [0, μ] with position == filled while a ring is not
   // full, classes of filled entries in [0, K)); throws without changing the bank otherwise.
-  void load_state(const std::map<std::string, Tensor>& state);
+  // Any of the four may be in `stored` instead (left in the checkpoint's file): of "probs", the
+  // largest by far (123 GB for both banks at ImageNet-1K size), a rank then reads only its rows.
+  void load_state(const std::map<std::string, Tensor>& state, const std::map<std::string, StoredTensor>& stored = {});
 
  private:
   // A query across processes: which of its positions this rank answers (and at which of its own

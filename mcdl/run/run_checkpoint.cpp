@@ -12,12 +12,28 @@ std::map<std::string, Tensor> prefixed(const std::string& prefix, const std::map
   return out;
 }
 
-std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
-  std::map<std::string, Tensor> out;
+namespace {
+
+template <class T>
+std::map<std::string, T> without_prefix(const std::string& prefix, const std::map<std::string, T>& tensors) {
+  std::map<std::string, T> out;
   for (const auto& [name, t] : tensors)
-    if (name.compare(0, prefix.size(), prefix) == 0) out[name.substr(prefix.size())] = t;
+    if (name.compare(0, prefix.size(), prefix) == 0) out.emplace(name.substr(prefix.size()), t);
   return out;
 }
+
+}  // namespace
+
+std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors) {
+  return without_prefix(prefix, tensors);
+}
+
+std::map<std::string, StoredTensor> unprefixed(const std::string& prefix,
+                                               const std::map<std::string, StoredTensor>& tensors) {
+  return without_prefix(prefix, tensors);
+}
+
+bool read_in_part(const std::string& name) { return name == "bank_weak.probs" || name == "bank_strong.probs"; }
 
 std::string checkpoint_entry(const SafetensorsFile& file, const std::string& path, const char* key) {
   auto it = file.metadata.find(key);

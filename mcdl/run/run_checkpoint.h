@@ -16,6 +16,11 @@ namespace mcdl {
 // "model.blocks.0..." for a part's tensors in the checkpoint, and the part's tensors back.
 std::map<std::string, Tensor> prefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors);
 std::map<std::string, Tensor> unprefixed(const std::string& prefix, const std::map<std::string, Tensor>& tensors);
+std::map<std::string, StoredTensor> unprefixed(const std::string& prefix,
+                                               const std::map<std::string, StoredTensor>& tensors);
+// What --resume leaves in the checkpoint's file to read in part: the memory banks' probabilities,
+// of which each process reads only its block (mcdl/method/memory_bank.h).
+bool read_in_part(const std::string& name);
 // A checkpoint's metadata entry (an error names the file and the missing key).
 std::string checkpoint_entry(const SafetensorsFile& file, const std::string& path, const char* key);
 

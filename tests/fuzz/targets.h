@@ -146,11 +146,20 @@ inline int pickle(const uint8_t* data, size_t size) {
 }
 
 // The safetensors reader (io/safetensors): header length, the JSON header (duplicates, nesting,
-// dtypes, shapes, offsets), the layout check and the tensor reads. It reads from a path, so the
-// input goes through a scratch file.
+// dtypes, shapes, offsets), the layout check and the tensor reads; then the same file with its
+// tensors left in it, each read back in two blocks of rows (what --resume does with the banks).
+// It reads from a path, so the input goes through a scratch file.
 inline int safetensors(const uint8_t* data, size_t size) {
   const std::string path = write_scratch("input.safetensors", {data, size});
-  return guarded([&] { (void)mcdl::load_safetensors(path); });
+  return guarded([&] {
+    (void)mcdl::load_safetensors(path);
+    const SafetensorsFile file = mcdl::load_safetensors(path, [](const std::string&) { return true; });
+    for (const auto& [name, stored] : file.stored) {
+      const int64_t rows = stored.shape()[0], half = rows / 2;
+      (void)stored.rows(0, half);
+      (void)stored.rows(half, rows);
+    }
+  });
 }
 
 // The PyTorch checkpoint reader (io/torch_checkpoint) from bytes: the zip format (zip reader +

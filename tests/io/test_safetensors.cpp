@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/ops.h"
+
 using namespace mcdl;
 namespace fs = std::filesystem;
 
@@ -177,6 +179,40 @@ TEST_CASE("safetensors: save reproduces the reference library's bytes exactly") 
   const std::string path = dir.file("resaved.safetensors");
   save_safetensors(path, file.tensors, file.metadata);
   CHECK(read_bytes(path) == read_bytes(reference));
+}
+
+TEST_CASE("safetensors: tensors left in the file are validated, then read block by block of rows") {
+  TempDir dir;
+  const std::string path = dir.file("banks.safetensors");
+  const Tensor probs = reshape(arange(5 * 3 * 4, DType::f32), {5, 3, 4});
+  const Tensor classes = reshape(arange(10, DType::i32), {5, 2});
+  save_safetensors(path, {{"bank.probs", probs}, {"bank.classes", classes}, {"step", scalar_tensor(7.0, DType::i64)}});
+  const auto leave = [](const std::string& name) { return name == "bank.probs" || name == "step"; };
+  const SafetensorsFile file = load_safetensors(path, leave);
+  CHECK(file.tensors.count("bank.classes") == 1);
+  CHECK(file.tensors.count("step") == 1);  // a 0-dim tensor has no rows: read whole
+  REQUIRE(file.stored.count("bank.probs") == 1);
+  CHECK(file.tensors.count("bank.probs") == 0);
+  const StoredTensor& stored = file.stored.at("bank.probs");
+  CHECK(stored.dtype() == DType::f32);
+  CHECK(stored.shape() == Shape{5, 3, 4});
+  CHECK(stored.rows(0, 5).to_vector<float>() == probs.to_vector<float>());
+  CHECK(stored.rows(2, 4).shape() == Shape{2, 3, 4});
+  CHECK(stored.rows(2, 4).to_vector<float>() == slice(probs, 0, 2, 4).clone().to_vector<float>());
+  CHECK(stored.rows(5, 5).numel() == 0);
+  CHECK_THROWS_WITH(stored.rows(3, 6), doctest::Contains("rows [3, 6) of a tensor of 5"));
+  // F16 rows become f32, as a whole F16 tensor does.
+  const std::string half_path = dir.file("half.safetensors");
+  write_bytes(half_path, file_bytes("{\"h\":{\"dtype\":\"F16\",\"shape\":[3,2],\"data_offsets\":[0,12]}}",
+                                    std::string("\x00\x3c\x00\xc0\x00\x38\x00\x00\x00\x7c\x00\x40", 12)));
+  const SafetensorsFile half = load_safetensors(half_path, [](const std::string&) { return true; });
+  CHECK(half.stored.at("h").rows(1, 3).to_vector<float>() ==
+        std::vector<float>{0.5f, 0.f, std::numeric_limits<float>::infinity(), 2.f});
+  // A file cut short after it was loaded: the read says so, never a crash.
+  fs::resize_file(path, 40);
+  CHECK_THROWS_WITH(stored.rows(4, 5), doctest::Contains("the file changed"));
+  fs::remove(path);
+  CHECK_THROWS_WITH(stored.rows(0, 1), doctest::Contains("cannot open the file again"));
 }
 
 TEST_CASE("safetensors: every F16 bit pattern converts to the exact f32 value") {

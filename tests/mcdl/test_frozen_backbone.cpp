@@ -34,7 +34,7 @@ TEST_CASE("frozen backbone: checkpoints store the trained parameters and a finge
   const std::string fingerprint = frozen_fingerprint(trained);
   CHECK(fingerprint.size() == 16);
   CHECK(frozen_fingerprint(trained) == fingerprint);  // a function of the values alone
-  SafetensorsFile file{saved, {{frozen_backbone_key, fingerprint}}};
+  SafetensorsFile file{saved, {{frozen_backbone_key, fingerprint}}, {}};
   // Make the trained block differ from a fresh build, so the load is visible.
   for (auto& [name, t] : file.tensors) t = t + 1.0;
 
@@ -62,7 +62,7 @@ TEST_CASE("frozen backbone: checkpoints store the trained parameters and a finge
 
 TEST_CASE("frozen backbone: a checkpoint without a fingerprint holds every parameter and loads whole") {
   VisionTransformer original = small_backbone(3), restored = small_backbone(4);
-  const SafetensorsFile file{original.state_dict(), {}};
+  const SafetensorsFile file{original.state_dict(), {}, {}};
   load_trainable_state(restored, restored, file.tensors, file, "old.safetensors", frozen_fingerprint(restored),
                        "--seed 4");
   CHECK(same_values(original, restored));

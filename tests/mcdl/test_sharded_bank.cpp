@@ -2,8 +2,10 @@
 // rank holds its own block of samples, and every query and the report's reads give one bank's
 // values bit for bit on every rank; the checkpoint state reaches rank 0 whole.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "engine/ops.h"
 #include "engine/shards.h"
+#include "io/safetensors.h"
 #include "mcdl/method/memory_bank.h"
 #include "tests/gradcheck.h"
 #include "tests/thread_world.h"
@@ -128,9 +131,19 @@ TEST_CASE("memory bank across ranks: a checkpoint's whole state loads into each 
   std::mutex mutex;
   std::vector<std::map<std::string, std::vector<unsigned char>>> states(3);
   std::vector<std::vector<float>> means(3);
+  // The checkpoint as a file whose probabilities each rank reads in part (what --resume does).
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("mcdl-bank-" + std::to_string(::getpid()) + ".safetensors")).string();
+  save_safetensors(path, saved);
+  const SafetensorsFile file = load_safetensors(path, [](const std::string& name) { return name == "probs"; });
+  REQUIRE(file.stored.count("probs") == 1);
   ThreadWorld(3).run([&](Collective& world) {
     MemoryBank bank(samples, classes, mu, Device::cpu(), &world);
-    bank.load_state(saved);
+    if (world.rank() == 1) {
+      bank.load_state(file.tensors, file.stored);
+    } else {
+      bank.load_state(saved);
+    }
     bank.update(HostIndex(more, Device::cpu()), more_probs);
     std::map<std::string, std::vector<unsigned char>> state;
     for (const auto& [name, t] : bank.state()) state[name] = bytes_of(t);
@@ -148,6 +161,7 @@ TEST_CASE("memory bank across ranks: a checkpoint's whole state loads into each 
     CHECK(same_bits(means[static_cast<size_t>(r)], expected_mean));
   }
   CHECK(expected.state != expected_state);  // the further updates did change the bank
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("memory bank across ranks: a device index tensor is read like a host index") {
