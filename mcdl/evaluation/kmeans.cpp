@@ -336,6 +336,48 @@ Centres warm_start(const Centres& class_means, const Tensor& initial) {
   return centres;
 }
 
+// The restarts this process runs: [first, restarts) in steps of `step`.
+struct RestartShare {
+  int64_t first = 0, step = 1;
+};
+RestartShare restart_share(const KMeansOptions& options) {
+  if (!options.world || options.world->size() == 1) return {};
+  return {options.world->rank(), options.world->size()};
+}
+
+// Every rank's kept run (`local`, from restart `restart`; −1: none kept) → the one run one process
+// keeps: the lowest inertia, the first restart on a tie, none where no inertia is finite. The
+// rank that ran it sends its labels (`points` of them) and centres (k × dim).
+Run agree_on_best(const KMeansOptions& options, Run local, int64_t restart, int64_t points, int64_t dim) {
+  Collective& world = *options.world;
+  const int n = world.size();
+  struct Kept {
+    double inertia;
+    int64_t restart;
+  };
+  const Kept mine{local.inertia, restart};
+  std::vector<Kept> all(static_cast<size_t>(n));
+  world.all_gather(&mine, sizeof mine, all.data(), std::vector<size_t>(static_cast<size_t>(n), sizeof mine));
+  int winner = -1;
+  for (int q = 0; q < n; ++q) {
+    const Kept& k = all[static_cast<size_t>(q)];
+    if (k.restart < 0 || !(k.inertia < kInf)) continue;
+    const Kept* best = winner < 0 ? nullptr : &all[static_cast<size_t>(winner)];
+    if (!best || k.inertia < best->inertia || (k.inertia == best->inertia && k.restart < best->restart)) winner = q;
+  }
+  if (winner < 0) return Run{};
+  Run run = world.rank() == winner ? std::move(local) : Run{};
+  run.inertia = all[static_cast<size_t>(winner)].inertia;
+  run.labels.resize(static_cast<size_t>(points));
+  run.centres.k = options.k;
+  run.centres.dim = dim;
+  run.centres.values.resize(static_cast<size_t>(options.k * dim));
+  world.broadcast(run.labels.data(), run.labels.size() * sizeof(int64_t), winner);
+  world.broadcast(run.centres.values.data(), run.centres.values.size() * sizeof(double), winner);
+  world.broadcast(&run.iterations, sizeof run.iterations, winner);
+  return run;
+}
+
 KMeansResult to_result(Run run, Device device) {
   std::vector<float> values(run.centres.values.begin(), run.centres.values.end());
   return {std::move(run.labels), from_vector(values, {run.centres.k, run.centres.dim}, device), run.inertia,
@@ -352,12 +394,18 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options) {
   const double tolerance = sklearn_tolerance(points, options.tol);
   const int64_t trials = 2 + static_cast<int64_t>(std::log(static_cast<double>(options.k)));
   Run best;
-  for (int64_t r = 0; r < options.restarts; ++r) {
+  int64_t best_restart = -1;
+  const RestartShare share = restart_share(options);
+  for (int64_t r = share.first; r < options.restarts; r += share.step) {
     RandomStream rng(options.seed, stream_id("kmeans", {r}));
     Centres start = kmeans_plus_plus(points, Centres{0, points.dim(), {}}, options.k, trials, rng);
     Run run = lloyd(points, std::move(start), options.max_iters, tolerance);
-    if (run.inertia < best.inertia) best = std::move(run);
+    if (run.inertia < best.inertia) {
+      best = std::move(run);
+      best_restart = r;
+    }
   }
+  if (share.step > 1) best = agree_on_best(options, std::move(best), best_restart, features.size(0), points.dim());
   return to_result(std::move(best), points.device());
 }
 
@@ -414,7 +462,9 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
   const bool warm = initial_centres.defined();
   if (warm) check_initial_centres(op, initial_centres, options, dim);
   Run best;
-  for (int64_t r = 0; r < options.restarts; ++r) {
+  int64_t best_restart = -1;
+  const RestartShare share = restart_share(options);
+  for (int64_t r = share.first; r < options.restarts; r += share.step) {
     RandomStream rng(options.seed, stream_id("semi_supervised_kmeans", {r}));
     Centres centres = warm                          ? warm_start(class_means, initial_centres)
                       : num_classes == options.k ? class_means
@@ -440,8 +490,12 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
       if (improved) run.centres = centres;
       if (shift * shift < options.tol) break;
     }
-    if (run.inertia < best.inertia) best = std::move(run);
+    if (run.inertia < best.inertia) {
+      best = std::move(run);
+      best_restart = r;
+    }
   }
+  if (share.step > 1) best = agree_on_best(options, std::move(best), best_restart, n, dim);
   return to_result(std::move(best), all.device());
 }
 

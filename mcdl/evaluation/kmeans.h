@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/collective.h"
 #include "engine/tensor.h"
 
 namespace mcdl {
@@ -29,6 +30,11 @@ struct KMeansOptions {
   // when no label changes). semi_supervised_kmeans: GCD's rule, (Σ_k ‖Δc_k‖)² < tol.
   double tol = 1e-4;
   uint64_t seed = 0;
+  // The processes that share the restarts (null, or one: this process runs them all). Rank q runs
+  // restarts q, q + N, ...; the kept restart is then agreed on (the lowest inertia, the first
+  // restart on a tie) and sent by the rank that ran it, so every rank holds the result one process
+  // computes, bit for bit. Every rank must make the same call.
+  Collective* world = nullptr;
 };
 
 struct KMeansResult {

@@ -22,6 +22,7 @@ KMeansOptions clustering_options(const TrainConfig& config, int64_t clusters) {
   options.restarts = config.kmeans_restarts.value();
   options.max_iters = config.kmeans_iters.value();
   options.seed = config.seed;
+  options.world = multi_process_world();  // several processes share the restarts
   return options;
 }
 

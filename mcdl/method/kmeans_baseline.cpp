@@ -24,6 +24,7 @@ EpochScore KMeansBaseline::score(int64_t, bool, MetricsRow& row) {
   options.restarts = context_.config.kmeans_restarts.value();
   options.max_iters = context_.config.kmeans_iters.value();
   options.seed = context_.config.seed;
+  options.world = multi_process_world();  // several processes share the restarts
   EpochScore score;
   double& features_seconds = score.phases.features_seconds;
   double& cluster_seconds = score.phases.cluster_seconds;

@@ -9,6 +9,7 @@
 #include "engine/random.h"
 #include "mcdl/evaluation/kmeans.h"
 #include "tests/mcdl/eval_fixtures.h"
+#include "tests/thread_world.h"
 
 using namespace mcdl;
 
@@ -221,4 +222,36 @@ TEST_CASE("semi_supervised_kmeans: a warm start keeps the new clusters' identiti
   warm.restarts = 2;
   CHECK_THROWS_WITH(semi_supervised_kmeans(data.features, indices, classes, warm, zeros({6, 8})),
                     doctest::Contains("restarts must be 1"));
+}
+
+TEST_CASE("kmeans and semi_supervised_kmeans: restarts shared by 2 and 3 ranks give one process's result on every rank") {
+  const Blobs data = separated_blobs(6, 20, 8, 5);
+  const auto [labelled, classes] = first_of_blobs(data, 2, 10);
+  // k below the number of blobs: the restarts end in different optima, so which one is kept matters.
+  for (const int64_t restarts : {2, 5, 7}) {
+    CAPTURE(restarts);
+    const KMeansOptions options{.k = 4, .restarts = restarts, .max_iters = 50, .tol = 1e-4, .seed = 3};
+    const KMeansResult plain = kmeans(data.features, options);
+    const KMeansResult semi = semi_supervised_kmeans(data.features, labelled, classes, options);
+    for (const int ranks : {2, 3}) {
+      CAPTURE(ranks);
+      std::vector<KMeansResult> plains(static_cast<size_t>(ranks)), semis(static_cast<size_t>(ranks));
+      testing::ThreadWorld(ranks).run([&](Collective& world) {
+        KMeansOptions shared = options;
+        shared.world = &world;
+        plains[static_cast<size_t>(world.rank())] = kmeans(data.features, shared);
+        semis[static_cast<size_t>(world.rank())] = semi_supervised_kmeans(data.features, labelled, classes, shared);
+      });
+      for (int q = 0; q < ranks; ++q) {
+        CAPTURE(q);
+        for (const auto& [one, split] : {std::pair{&plain, &plains[static_cast<size_t>(q)]},
+                                         std::pair{&semi, &semis[static_cast<size_t>(q)]}}) {
+          CHECK(split->assignment == one->assignment);
+          CHECK(split->inertia == one->inertia);
+          CHECK(split->iterations == one->iterations);
+          CHECK(split->centres.to_vector<float>() == one->centres.to_vector<float>());
+        }
+      }
+    }
+  }
 }
