@@ -304,7 +304,8 @@ Tensor StoredTensor::rows(int64_t begin, int64_t end) const {
         ") of a tensor of ", shape_[0]);
   Shape block = shape_;
   block[0] = end - begin;
-  int64_t row_elements = 1;
+  if (begin == end) return empty(block, dtype_);
+  int64_t row_elements = 1;  // at most the tensor's element count, whose product was checked: shape_[0] >= 1
   for (size_t a = 1; a < shape_.size(); ++a) row_elements *= shape_[a];
   const uint64_t row_bytes = static_cast<uint64_t>(row_elements) * (half_ ? 2 : dtype_size(dtype_));
   const FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
