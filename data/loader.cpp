@@ -134,7 +134,8 @@ bool BatchLoader::next(LoadedBatch& out) {
     const auto [begin, end] = out.prepared;
     const int64_t s = options_.image_size;
     if (begin == end) {  // none of this process's images: zeros
-      for (size_t v : device_made) out.views[v] = zeros({out.images, cache_.channels(), s, s}, DType::f32, options_.device);
+      for (size_t v : device_made)
+        out.views[v] = zeros({out.images, cache_.channels(), s, s}, DType::f32, options_.device);
     } else {
       const std::vector<Tensor> made = augment_batch_views(out.resized, device_params, s, options_.normalization,
                                                            options_.device);

@@ -80,7 +80,8 @@ void read_exact(const std::string& path, int fd, void* dst, uint64_t offset, uin
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) read_failed(path, "read failed at byte " + std::to_string(offset) + ": " + std::strerror(errno));
     if (got == 0)
-      read_failed(path, "unexpected end of file at byte " + std::to_string(offset) + " (the file changed while loading?)");
+      read_failed(path,
+                  "unexpected end of file at byte " + std::to_string(offset) + " (the file changed while loading?)");
     out += got;
     offset += static_cast<uint64_t>(got);
     bytes -= static_cast<uint64_t>(got);
@@ -142,13 +143,12 @@ class Loader {
     check_layout(entries, data_size);
     for (const Entry& entry : entries) {
       const bool half = std::string_view(entry.dtype->name) == "F16";
+      const uint64_t offset = data_start + entry.begin;
       if (leave_in_file && !entry.shape.empty() && leave_in_file(entry.name)) {
-        result.stored.emplace(entry.name,
-                              StoredTensor(path_, entry.dtype->engine, half, entry.shape, data_start + entry.begin));
+        result.stored.emplace(entry.name, StoredTensor(path_, entry.dtype->engine, half, entry.shape, offset));
         continue;
       }
-      result.tensors.emplace(entry.name,
-                             read_block(path_, file.get(), entry.dtype->engine, half, entry.shape, data_start + entry.begin));
+      result.tensors.emplace(entry.name, read_block(path_, file.get(), entry.dtype->engine, half, entry.shape, offset));
     }
     return result;
   }

@@ -127,7 +127,8 @@ McdlTerms McdlStep::run(const LogitsFunction& logits_of, const McdlBatch& batch,
     }
     RandomStream stream(settings_.seed, stream_id("mixmatch", {epoch, iteration}));
     const MixPlan plan = draw_mix_plan(static_cast<int64_t>(x_rows.size()), stream, settings_.mix_alpha);
-    const Tensor x_images = shards ? shards->rows_everywhere(weak1, x_rows) : index_select(weak1, HostIndex(x_rows, device));
+    const Tensor x_images =
+        shards ? shards->rows_everywhere(weak1, x_rows) : index_select(weak1, HostIndex(x_rows, device));
     const Tensor mixed_images = mix(x_images, plan);
     const Tensor mixed_targets = mix(targets, plan);
     const Tensor mixed_logits = profiled(device, "forward", [&] { return logits_of(mixed_images); });
