@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "data/datasets.h"
+#include "engine/collective.h"
 #include "engine/error.h"
 
 namespace mcdl {
@@ -119,10 +120,11 @@ Dataset test_split_dataset(Dataset& dataset) {
 bool decodes_on_access(const TrainConfig& config, int64_t images) {
   if (config.image_cache != ImageCacheMode::automatic) return config.image_cache == ImageCacheMode::off;
   if (images <= kDecodeOnceMaxImages) return false;
-  std::fprintf(stderr,
-               "note: %lld training images are too many to keep decoded: each is decoded when a batch reads it "
-               "(--image-cache all decodes them all once at the start instead)\n",
-               static_cast<long long>(images));
+  if (world().rank() == 0)  // said once for a run of several processes
+    std::fprintf(stderr,
+                 "note: %lld training images are too many to keep decoded: each is decoded when a batch reads it "
+                 "(--image-cache all decodes them all once at the start instead)\n",
+                 static_cast<long long>(images));
   return true;
 }
 
