@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
@@ -107,16 +108,17 @@ class Loader {
   explicit Loader(const std::string& path) : path_(path) {}
 
   SafetensorsFile load(const std::function<bool(const std::string& name)>& leave_in_file) {
-    FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (file.get() < 0) bad("cannot open the file: ", std::strerror(errno));
+    // Shared with the tensors left in the file, which read from it later.
+    const auto file = std::make_shared<const FileHandle>(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file->get() < 0) bad("cannot open the file: ", std::strerror(errno));
     struct stat info;
-    if (::fstat(file.get(), &info) != 0) bad("cannot stat the file: ", std::strerror(errno));
+    if (::fstat(file->get(), &info) != 0) bad("cannot stat the file: ", std::strerror(errno));
     if (!S_ISREG(info.st_mode)) bad("not a regular file");
     const uint64_t file_size = static_cast<uint64_t>(info.st_size);
     if (file_size < 8) bad("the file is ", file_size, " bytes, shorter than the 8-byte header length");
 
     unsigned char length_bytes[8];
-    read_exact(path_, file.get(), length_bytes, 0, 8);
+    read_exact(path_, file->get(), length_bytes, 0, 8);
     uint64_t header_size = 0;
     for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length_bytes[i];
     if (header_size > kMaxHeaderBytes) {
@@ -126,7 +128,7 @@ class Loader {
       bad("header length ", header_size, " is larger than the file (", file_size, " bytes)");
     }
     std::string text(header_size, '\0');
-    read_exact(path_, file.get(), text.data(), 8, header_size);
+    read_exact(path_, file->get(), text.data(), 8, header_size);
     const json header = parse_header(text);
 
     const uint64_t data_start = 8 + header_size;
@@ -145,10 +147,12 @@ class Loader {
       const bool half = std::string_view(entry.dtype->name) == "F16";
       const uint64_t offset = data_start + entry.begin;
       if (leave_in_file && !entry.shape.empty() && leave_in_file(entry.name)) {
-        result.stored.emplace(entry.name, StoredTensor(path_, entry.dtype->engine, half, entry.shape, offset));
+        result.stored.emplace(entry.name,
+                              StoredTensor(file, path_, entry.dtype->engine, half, entry.shape, offset));
         continue;
       }
-      result.tensors.emplace(entry.name, read_block(path_, file.get(), entry.dtype->engine, half, entry.shape, offset));
+      result.tensors.emplace(entry.name,
+                             read_block(path_, file->get(), entry.dtype->engine, half, entry.shape, offset));
     }
     return result;
   }
@@ -296,8 +300,14 @@ SafetensorsFile load_safetensors(const std::string& path,
   return Loader(path).load(leave_in_file);
 }
 
-StoredTensor::StoredTensor(std::string path, DType dtype, bool half, Shape shape, uint64_t offset)
-    : path_(std::move(path)), dtype_(dtype), half_(half), shape_(std::move(shape)), offset_(offset) {}
+StoredTensor::StoredTensor(std::shared_ptr<const FileHandle> file, std::string path, DType dtype, bool half,
+                           Shape shape, uint64_t offset)
+    : file_(std::move(file)),
+      path_(std::move(path)),
+      dtype_(dtype),
+      half_(half),
+      shape_(std::move(shape)),
+      offset_(offset) {}
 
 Tensor StoredTensor::rows(int64_t begin, int64_t end) const {
   check(0 <= begin && begin <= end && end <= shape_[0], "load_safetensors: ", path_, ": rows [", begin, ", ", end,
@@ -308,9 +318,7 @@ Tensor StoredTensor::rows(int64_t begin, int64_t end) const {
   int64_t row_elements = 1;  // at most the tensor's element count, whose product was checked: shape_[0] >= 1
   for (size_t a = 1; a < shape_.size(); ++a) row_elements *= shape_[a];
   const uint64_t row_bytes = static_cast<uint64_t>(row_elements) * (half_ ? 2 : dtype_size(dtype_));
-  const FileHandle file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.get() < 0) read_failed(path_, std::string("cannot open the file again: ") + std::strerror(errno));
-  return read_block(path_, file.get(), dtype_, half_, block, offset_ + static_cast<uint64_t>(begin) * row_bytes);
+  return read_block(path_, file_->get(), dtype_, half_, block, offset_ + static_cast<uint64_t>(begin) * row_bytes);
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,

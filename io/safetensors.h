@@ -13,26 +13,31 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "engine/tensor.h"
+#include "io/file_handle.h"
 
 namespace mcdl {
 
 // A tensor that load_safetensors left in its file (its `leave_in_file`): its dtype and shape, and
 // blocks of its rows read when asked, so a process reads only the rows it keeps (a rank's block
-// of a checkpoint's memory banks).
+// of a checkpoint's memory banks). It keeps the validated file open, so its rows come from that
+// file even if the path is replaced or removed since.
 class StoredTensor {
  public:
-  StoredTensor(std::string path, DType dtype, bool half, Shape shape, uint64_t offset);
+  StoredTensor(std::shared_ptr<const FileHandle> file, std::string path, DType dtype, bool half, Shape shape,
+               uint64_t offset);
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   // Rows [begin, end) of the first axis, as a CPU tensor (F16 as f32), read from the file; a file
-  // changed since it was loaded is an error.
+  // cut short since it was loaded is an error.
   Tensor rows(int64_t begin, int64_t end) const;
 
  private:
-  std::string path_;
+  std::shared_ptr<const FileHandle> file_;
+  std::string path_;  // for messages
   DType dtype_;
   bool half_;  // F16 in the file
   Shape shape_;
