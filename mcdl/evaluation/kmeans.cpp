@@ -361,7 +361,7 @@ Run agree_on_best(const KMeansOptions& options, Run local, int64_t restart, int6
   int winner = -1;
   for (int q = 0; q < n; ++q) {
     const Kept& k = all[static_cast<size_t>(q)];
-    if (k.restart < 0 || !(k.inertia < kInf)) continue;
+    if (!(k.inertia < kInf)) continue;  // kept nothing (or only NaN), as one process would not
     const Kept* best = winner < 0 ? nullptr : &all[static_cast<size_t>(winner)];
     if (!best || k.inertia < best->inertia || (k.inertia == best->inertia && k.restart < best->restart)) winner = q;
   }

@@ -116,7 +116,8 @@ Dataset test_split_dataset(Dataset& dataset) {
   return test;
 }
 
-// --image-cache as what it means for `images` training images; auto's choice of off is said.
+}  // namespace
+
 bool decodes_on_access(const TrainConfig& config, int64_t images) {
   if (config.image_cache != ImageCacheMode::automatic) return config.image_cache == ImageCacheMode::off;
   if (images <= kDecodeOnceMaxImages) return false;
@@ -127,8 +128,6 @@ bool decodes_on_access(const TrainConfig& config, int64_t images) {
                  static_cast<long long>(images));
   return true;
 }
-
-}  // namespace
 
 TrainingData load_training_data(const TrainConfig& config) {
   TrainingData data;

@@ -60,4 +60,8 @@ struct TrainingData {
 // it), draws the split and fills the image cache. Progress goes to stderr.
 TrainingData load_training_data(const TrainConfig& config);
 
+// --image-cache for `images` training images: whether each image is decoded when a batch reads it
+// (off, or auto above kDecodeOnceMaxImages; auto's choice of off is said once on stderr).
+bool decodes_on_access(const TrainConfig& config, int64_t images);
+
 }  // namespace mcdl

@@ -1,5 +1,7 @@
 // The sampler's proportions and determinism, the loader's independence from its worker count,
-// the pretrain views' crop scale, and the image cache (bad files, the memory-mapped overflow, the persistent cache).
+// a process's own images of a batch, the pretrain views' crop scale, and the image cache (bad
+// files, the memory-mapped overflow, the persistent cache, decoding on access and when auto
+// chooses it).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "data/sampler.h"
 #include "engine/error.h"
 #include "engine/random.h"
+#include "mcdl/run/training_data.h"
 
 using namespace mcdl;
 namespace fs = std::filesystem;
@@ -46,6 +49,20 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+// `n` RGB images written as dir/img<i>.png (image i: 20 + i rows, 30 columns), one class.
+Dataset png_dataset(const fs::path& dir, int n) {
+  Dataset d;
+  d.name = "files";
+  d.channels = 3;
+  d.num_classes = 1;
+  for (int i = 0; i < n; ++i) {
+    const std::string path = (dir / ("img" + std::to_string(i) + ".png")).string();
+    write_png(path, pattern_image(20 + i, 30, 3, i));
+    d.train.push_back({path, 0});
+  }
+  return d;
 }
 
 std::vector<int64_t> iota(int64_t n) {
@@ -249,15 +266,7 @@ TEST_CASE("loader: a process prepares only its own images of a batch; the other 
 
 TEST_CASE("image cache: decoding on access gives the pixels decoding once does, keeps nothing and names a bad file when read") {
   const fs::path dir = temp_dir("on-access");
-  Dataset d;
-  d.name = "files";
-  d.channels = 3;
-  d.num_classes = 1;
-  for (int i = 0; i < 4; ++i) {
-    const std::string path = (dir / ("img" + std::to_string(i) + ".png")).string();
-    write_png(path, pattern_image(20 + i, 30, 3, i));
-    d.train.push_back({path, 0});
-  }
+  const Dataset d = png_dataset(dir, 4);
   ImageCacheOptions options;
   options.resize_size = 16;
   options.cache_dir = (dir / "kept").string();
@@ -285,17 +294,23 @@ TEST_CASE("image cache: decoding on access gives the pixels decoding once does, 
   fs::remove_all(dir);
 }
 
+TEST_CASE("--image-cache: auto decodes once up to 200,000 training images and on access above; all and off as said") {
+  TrainConfig config;
+  CHECK(config.image_cache == ImageCacheMode::automatic);
+  CHECK_FALSE(decodes_on_access(config, 5994));                  // CUB
+  CHECK_FALSE(decodes_on_access(config, kDecodeOnceMaxImages));  // 200,000
+  CHECK(decodes_on_access(config, kDecodeOnceMaxImages + 1));
+  CHECK(decodes_on_access(config, 1281167));  // ImageNet-1K
+  config.image_cache = ImageCacheMode::all;
+  CHECK_FALSE(decodes_on_access(config, 1281167));
+  config.image_cache = ImageCacheMode::off;
+  CHECK(decodes_on_access(config, 10));
+  CHECK(kDecodeOnceMaxImages == 200000);  // the number the README and --help give
+}
+
 TEST_CASE("image cache: bad files are listed, not fatal; overflow goes to a mapped file; the cache persists") {
   const fs::path dir = temp_dir("cache");
-  Dataset d;
-  d.name = "files";
-  d.channels = 3;
-  d.num_classes = 1;
-  for (int i = 0; i < 6; ++i) {
-    const std::string path = (dir / ("img" + std::to_string(i) + ".png")).string();
-    write_png(path, pattern_image(20 + i, 30, 3, i));
-    d.train.push_back({path, 0});
-  }
+  Dataset d = png_dataset(dir, 6);
   { std::ofstream(dir / "img2.png", std::ios::trunc) << "not a png"; }
   d.train[4].path = (dir / "missing.jpg").string();
 
