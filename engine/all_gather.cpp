@@ -48,33 +48,37 @@ void broadcast_tensor(Collective& world, Tensor& data, int root) {
   if (!data.device().is_cpu()) data = host.to(data.device());
 }
 
-Tensor gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
-                     int root, size_t piece_bytes) {
+Shape RowBlocks::shape() const {
+  Shape whole = own.shape();
+  whole[0] = blocks.empty() ? 0 : blocks.back().second;
+  return whole;
+}
+
+void gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
+                   int root, const std::function<void(const void* data, size_t bytes)>& receive, size_t piece_bytes) {
   const auto me = static_cast<size_t>(world.rank());
   check(local.defined() && local.device().is_cpu() && local.dim() >= 1, "gather_blocks: expected host rows, got ",
         local);
   check(blocks.size() == static_cast<size_t>(world.size()) &&
             blocks[me].second - blocks[me].first == local.size(0),
         "gather_blocks: rank ", world.rank(), " has ", local.size(0), " rows, but its block says otherwise");
-  Shape shape = local.shape();
-  shape[0] = blocks.empty() ? 0 : blocks.back().second;
+  const int64_t rows = blocks.back().second;
   const size_t bytes = row_bytes(local);
-  const bool receives = world.rank() == root;
-  Tensor all = receives ? empty(shape, local.dtype(), Device::cpu()) : Tensor();
   const int64_t piece_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(bytes, 1)));
+  const bool receives = world.rank() == root;
+  std::vector<char> piece(receives ? static_cast<size_t>(std::min(rows, piece_rows)) * bytes : 0);
   const auto* mine = static_cast<const char*>(local.raw_data());
-  for (int64_t first = 0; first < shape[0]; first += piece_rows) {
-    const int64_t last = std::min(shape[0], first + piece_rows);
+  for (int64_t first = 0; first < rows; first += piece_rows) {
+    const int64_t last = std::min(rows, first + piece_rows);
     std::vector<size_t> counts;  // each rank's rows of [first, last)
     for (const auto& [begin, end] : blocks)
       counts.push_back(static_cast<size_t>(std::max<int64_t>(0, std::min(end, last) - std::max(begin, first))) *
                        bytes);
     const int64_t from = std::max(blocks[me].first, first) - blocks[me].first;
-    char* into = receives ? static_cast<char*>(all.raw_data()) + static_cast<size_t>(first) * bytes : nullptr;
-    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * bytes : nullptr, counts[me], into, counts,
-                 root);
+    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * bytes : nullptr, counts[me],
+                 receives ? piece.data() : nullptr, counts, root);
+    if (receives) receive(piece.data(), static_cast<size_t>(last - first) * bytes);
   }
-  return all;
 }
 
 std::vector<int64_t> all_gather_values(Collective& world, const std::vector<int64_t>& local,

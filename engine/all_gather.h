@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -19,12 +20,20 @@ Tensor all_gather_rows(Collective& world, const Tensor& local, const std::vector
 // Rank `root`'s `data` into every rank's `data` (same shape, dtype and device on every rank), on
 // the device transport for device tensors when there is one.
 void broadcast_tensor(Collective& world, Tensor& data, int root);
-// Rows held in contiguous blocks (blocks[r] = rank r's [begin, end) of the whole, in rank order),
-// put together on rank `root` only: [Σ rows, ...] there, an undefined tensor elsewhere. `local` is
-// this rank's block on the host. The rows travel in pieces of at most piece_bytes (at least one
-// row), so that each exchange stays within MPI's int counts however large the whole.
-Tensor gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
-                     int root, size_t piece_bytes = size_t(1) << 30);
+// A tensor whose rows the ranks of a world hold in contiguous blocks, in rank order, each rank
+// only its own (a memory bank across processes).
+struct RowBlocks {
+  Tensor own;  // this rank's rows: blocks[rank] of the whole
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // each rank's [begin, end); the last end is the row count
+  Shape shape() const;  // the whole tensor's
+};
+// The rows of `blocks` streamed to rank `root` in order: there `receive(data, bytes)` gets
+// consecutive pieces of the whole, of at most piece_bytes each (at least one row), so the root
+// never holds more than one piece of the other ranks' rows; the others only send. `local` is this
+// rank's block on the host. Each exchange stays within MPI's int counts however large the whole.
+void gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
+                   int root, const std::function<void(const void* data, size_t bytes)>& receive,
+                   size_t piece_bytes = size_t(1) << 28);
 std::vector<int64_t> all_gather_values(Collective& world, const std::vector<int64_t>& local,
                                        const std::vector<int64_t>& count_per_rank);
 

@@ -48,31 +48,32 @@ std::vector<std::string> plugin_candidates() {
   return candidates;
 }
 
-class MpiWorld final : public Collective {
- public:
-  explicit MpiWorld(int launched) {
-    std::string tried;
-    void* handle = nullptr;
-    for (const std::string& path : plugin_candidates()) {
-      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle) break;
-      tried += "\n  " + path + ": " + dlerror();
-    }
-    check(handle != nullptr, "an MPI launcher started ", launched,
-          " processes, but the MPI plugin libmcdl_mpi.so could not be loaded:", tried,
-          "\nbuild it with `make mpi` (it needs OpenMPI: apt-get install libopenmpi-dev openmpi-bin), or set "
-          "MCDL_MPI_PLUGIN to its path");
-    const auto entry = reinterpret_cast<const McdlMpiApi* (*)()>(dlsym(handle, kMcdlMpiApiSymbol));
-    check(entry != nullptr, "libmcdl_mpi.so has no ", kMcdlMpiApiSymbol, ": rebuild it with `make mpi`");
-    api_ = entry();
-    check(api_ != nullptr && api_->version == kMcdlMpiApiVersion, "libmcdl_mpi.so was built for another version of ",
-          "this program (interface ", api_ ? api_->version : -1, ", expected ", kMcdlMpiApiVersion,
-          "): rebuild it with `make mpi`");
-    char error[512] = "";
-    check(api_->init(&rank_, &size_, error, sizeof error) == 0, "MPI could not start: ", error);
-    check(size_ == launched, "the launcher's environment says ", launched, " processes but MPI's world has ", size_);
+// The plugin's interface (throws, saying what to do, when it cannot be loaded).
+const McdlMpiApi* load_mpi_plugin(int launched) {
+  std::string tried;
+  void* handle = nullptr;
+  for (const std::string& path : plugin_candidates()) {
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) break;
+    tried += "\n  " + path + ": " + dlerror();
   }
-  ~MpiWorld() override { api_->finalize(); }
+  check(handle != nullptr, "an MPI launcher started ", launched,
+        " processes, but the MPI plugin libmcdl_mpi.so could not be loaded:", tried,
+        "\nbuild it with `make mpi` (it needs OpenMPI: apt-get install libopenmpi-dev openmpi-bin), or set "
+        "MCDL_MPI_PLUGIN to its path");
+  const auto entry = reinterpret_cast<const McdlMpiApi* (*)()>(dlsym(handle, kMcdlMpiApiSymbol));
+  check(entry != nullptr, "libmcdl_mpi.so has no ", kMcdlMpiApiSymbol, ": rebuild it with `make mpi`");
+  const McdlMpiApi* api = entry();
+  check(api != nullptr && api->version == kMcdlMpiApiVersion, "libmcdl_mpi.so was built for another version of ",
+        "this program (interface ", api ? api->version : -1, ", expected ", kMcdlMpiApiVersion,
+        "): rebuild it with `make mpi`");
+  return api;
+}
+
+// The collectives on one of the plugin's communicators: the world, or its side channel.
+class MpiCommunicator : public Collective {
+ public:
+  MpiCommunicator(const McdlMpiApi* api, int comm, const char* name) : api_(api), comm_(comm), name_(name) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -82,34 +83,62 @@ class MpiWorld final : public Collective {
     check(counts.size() == static_cast<size_t>(size_) && counts[static_cast<size_t>(rank_)] == send_bytes,
           "all_gather on rank ", rank_, ": the counts do not match the ", size_, " processes");
     char error[512] = "";
-    check(api_->all_gather(send, send_bytes, receive, counts.data(), error, sizeof error) == 0,
-          "MPI all-gather failed on rank ", rank_, " of ", size_, ": ", error);
+    check(api_->all_gather(comm_, send, send_bytes, receive, counts.data(), error, sizeof error) == 0, "MPI all-gather",
+          name_, " failed on rank ", rank_, " of ", size_, ": ", error);
   }
   void gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts,
               int root) override {
     check(counts.size() == static_cast<size_t>(size_) && counts[static_cast<size_t>(rank_)] == send_bytes,
           "gather on rank ", rank_, ": the counts do not match the ", size_, " processes");
     char error[512] = "";
-    check(api_->gather(send, send_bytes, receive, counts.data(), root, error, sizeof error) == 0,
-          "MPI gather failed on rank ", rank_, " of ", size_, ": ", error);
+    check(api_->gather(comm_, send, send_bytes, receive, counts.data(), root, error, sizeof error) == 0, "MPI gather",
+          name_, " failed on rank ", rank_, " of ", size_, ": ", error);
   }
   void broadcast(void* data, size_t bytes, int root) override {
     char error[512] = "";
-    check(api_->broadcast(data, bytes, root, error, sizeof error) == 0, "MPI broadcast failed on rank ", rank_,
-          " of ", size_, ": ", error);
+    check(api_->broadcast(comm_, data, bytes, root, error, sizeof error) == 0, "MPI broadcast", name_,
+          " failed on rank ", rank_, " of ", size_, ": ", error);
   }
   void barrier() override {
     char error[512] = "";
-    check(api_->barrier(error, sizeof error) == 0, "MPI barrier failed on rank ", rank_, " of ", size_, ": ", error);
+    check(api_->barrier(comm_, error, sizeof error) == 0, "MPI barrier", name_, " failed on rank ", rank_, " of ",
+          size_, ": ", error);
   }
   [[noreturn]] void abort(int code) override {
     api_->abort(code);
     std::_Exit(code);
   }
 
- private:
-  const McdlMpiApi* api_ = nullptr;
+ protected:
+  const McdlMpiApi* api_;
+  int comm_;
+  const char* name_;  // said in messages after the operation
   int rank_ = 0, size_ = 1;
+};
+
+class MpiWorld final : public MpiCommunicator {
+ public:
+  explicit MpiWorld(int launched) : MpiCommunicator(load_mpi_plugin(launched), kMcdlMpiWorld, "") {
+    char error[512] = "";
+    int side_channel = 0;
+    check(api_->init(&rank_, &size_, &side_channel, error, sizeof error) == 0, "MPI could not start: ", error);
+    check(size_ == launched, "the launcher's environment says ", launched, " processes but MPI's world has ", size_);
+    if (side_channel) side_ = std::make_unique<Side>(*this);
+  }
+  ~MpiWorld() override {
+    side_.reset();
+    api_->finalize();
+  }
+  Collective* side_channel() override { return side_.get(); }
+
+ private:
+  struct Side final : MpiCommunicator {
+    explicit Side(const MpiWorld& world) : MpiCommunicator(world.api_, kMcdlMpiSideChannel, " (side channel)") {
+      rank_ = world.rank_;
+      size_ = world.size_;
+    }
+  };
+  std::unique_ptr<Side> side_;
 };
 
 }  // namespace

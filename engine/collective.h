@@ -39,6 +39,10 @@ class Collective {
   virtual void barrier() = 0;
   // Ends every process of the run with exit status `code` (after this one printed why).
   [[noreturn]] virtual void abort(int code) = 0;
+  // A second world of the same ranks, whose calls may run on another thread while this one's run
+  // (a checkpoint's rows sent to rank 0 in the background while the next epoch trains), or null
+  // where the transport has none (one process, NCCL, an MPI without full thread support).
+  virtual Collective* side_channel() { return nullptr; }
 
   // The device transport between these ranks, or null (device data then travels through host
   // memory and the calls above).

@@ -322,21 +322,40 @@ Tensor StoredTensor::rows(int64_t begin, int64_t end) const {
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata,
+                      const std::map<std::string, TensorPieces>& pieces) {
+  // What goes into the data area, in name order: a host tensor, or pieces.
+  struct Item {
+    Tensor host;
+    const TensorPieces* pieces = nullptr;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Item> items;  // sorted by name, byte-wise like the reference
+  for (const auto& [name, tensor] : tensors) {
+    check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
+    Tensor host = tensor.to(Device::cpu());
+    const uint64_t bytes = host.nbytes();
+    items[name] = {std::move(host), nullptr, bytes};
+  }
+  for (const auto& [name, streamed] : pieces) {
+    check(!tensors.count(name), "save_safetensors: ", path, ": tensor \"", name, "\" given twice");
+    uint64_t numel = 1;
+    for (int64_t extent : streamed.shape) {
+      check(extent >= 0 && !__builtin_mul_overflow(numel, static_cast<uint64_t>(extent), &numel),
+            "save_safetensors: ", path, ": tensor \"", name, "\" has shape ", shape_str(streamed.shape));
+    }
+    items[name] = {Tensor(), &streamed, numel * dtype_size(streamed.dtype)};
+  }
   // The reference writes "__metadata__" first and each entry's fields in this order.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<Tensor> host_tensors;
   uint64_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {  // std::map: sorted by name, byte-wise like the reference
+  for (const auto& [name, item] : items) {
     check(name != "__metadata__", "save_safetensors: ", path, ": \"__metadata__\" is reserved, not a tensor name");
-    check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
-    Tensor host = tensor.to(Device::cpu());
-    const uint64_t end = offset + host.nbytes();
-    header[name] = {
-        {"dtype", file_dtype_name(path, host.dtype())}, {"shape", host.shape()}, {"data_offsets", {offset, end}}};
-    offset = end;
-    host_tensors.push_back(std::move(host));
+    const DType dtype = item.pieces ? item.pieces->dtype : item.host.dtype();
+    const Shape& shape = item.pieces ? item.pieces->shape : item.host.shape();
+    header[name] = {{"dtype", file_dtype_name(path, dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + item.bytes}}};
+    offset += item.bytes;
   }
   std::string text;
   try {
@@ -351,7 +370,21 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   AtomicFile file(path, "save_safetensors: " + path);
   file.write(length_bytes, 8);
   file.write(text.data(), text.size());
-  for (const Tensor& host : host_tensors) file.write(host.raw_data(), host.nbytes());
+  for (const auto& [name, item] : items) {
+    if (!item.pieces) {
+      file.write(item.host.raw_data(), item.host.nbytes());
+      continue;
+    }
+    uint64_t written = 0;
+    item.pieces->produce([&, &name = name, &item = item](const void* data, size_t bytes) {
+      check(written + bytes <= item.bytes, "save_safetensors: ", path, ": tensor \"", name, "\" was handed more than its ",
+            item.bytes, " bytes");
+      file.write(data, bytes);
+      written += bytes;
+    });
+    check(written == item.bytes, "save_safetensors: ", path, ": tensor \"", name, "\" was handed ", written, " of its ",
+          item.bytes, " bytes");
+  }
   file.commit();
 }
 

@@ -59,11 +59,21 @@ struct SafetensorsFile {
 SafetensorsFile load_safetensors(const std::string& path,
                                  const std::function<bool(const std::string& name)>& leave_in_file = nullptr);
 
-// Writes the tensors (copied to the CPU first) sorted by name, their data contiguous in that
-// order, the header padded with spaces to a multiple of 8 bytes as the reference does. The file
-// is written to "<path>.tmp", flushed to disk and renamed over `path`, so a crash leaves either
-// the old file or the complete new one.
+// A tensor that save_safetensors writes from bytes handed over in order instead of from memory
+// (rows streamed from other processes): produce(write) calls write(data, bytes) with every byte of
+// the tensor, in order; a count that differs from dtype and shape is an error.
+struct TensorPieces {
+  DType dtype;
+  Shape shape;
+  std::function<void(const std::function<void(const void* data, size_t bytes)>& write)> produce;
+};
+
+// Writes the tensors (copied to the CPU first) and the pieces, sorted by name together, their data
+// contiguous in that order, the header padded with spaces to a multiple of 8 bytes as the
+// reference does. The file is written to "<path>.tmp", flushed to disk and renamed over `path`, so
+// a crash leaves either the old file or the complete new one.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {},
+                      const std::map<std::string, TensorPieces>& pieces = {});
 
 }  // namespace mcdl

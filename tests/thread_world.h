@@ -1,6 +1,8 @@
 // The ranks of a world as threads of the test process: for unit tests of code that every rank of a
 // multi-process run executes (the real transport, MPI, is tested through mcdl_train under mpirun).
-// Each rank's collective calls meet the others' at a barrier, as MPI's do.
+// Each rank's collective calls meet the others' at a barrier, as MPI's do. Each rank has a side
+// channel, a second world of the same threads (as MPI's has under full thread support), unless
+// the world is made without one.
 #pragma once
 #include <barrier>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,7 +22,11 @@ namespace mcdl::testing {
 
 class ThreadWorld {
  public:
-  explicit ThreadWorld(int size) : size_(size), meeting_(size), posted_(static_cast<size_t>(size)) {}
+  explicit ThreadWorld(int size, bool side_channel = true)
+      : size_(size),
+        meeting_(size),
+        posted_(static_cast<size_t>(size)),
+        side_(side_channel ? std::make_unique<ThreadWorld>(size, false) : nullptr) {}
 
   // fn(rank's collective) on `size` threads at once; rethrows the first rank's exception. A rank
   // that throws leaves the others waiting, so fn must not throw before a collective call.
@@ -48,7 +55,8 @@ class ThreadWorld {
   };
   class Rank final : public Collective {
    public:
-    Rank(ThreadWorld& world, int rank) : world_(world), rank_(rank) {}
+    Rank(ThreadWorld& world, int rank)
+        : world_(world), rank_(rank), side_(world.side_ ? std::make_unique<Rank>(*world.side_, rank) : nullptr) {}
     int rank() const override { return rank_; }
     int size() const override { return world_.size_; }
     std::string transport() const override { return "threads"; }
@@ -82,15 +90,18 @@ class ThreadWorld {
     }
     void barrier() override { world_.meeting_.arrive_and_wait(); }
     [[noreturn]] void abort(int) override { std::abort(); }
+    Collective* side_channel() override { return side_.get(); }
 
    private:
     ThreadWorld& world_;
     int rank_;
+    std::unique_ptr<Rank> side_;
   };
 
   int size_;
   std::barrier<> meeting_;
   std::vector<Posted> posted_;
+  std::unique_ptr<ThreadWorld> side_;
 };
 
 }  // namespace mcdl::testing

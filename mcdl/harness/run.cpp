@@ -124,7 +124,7 @@ class Run {
   bool resume_;
   Device device_;
   RunDirectory run_;  // written by rank 0 alone
-  CheckpointWriter checkpoints_{run_};  // after run_: written in the background, waited for before run_ goes
+  CheckpointWriter checkpoints_{run_, world_};  // after run_: written in the background, waited for before run_ goes
   TrainingData data_;
   ScopedEngineSettings settings_;  // the run's matmul precision, until its last product
   int64_t clusters_ = 0;  // the model's clusters (--clusters)
@@ -338,11 +338,12 @@ std::string Run::append_validation(MetricsRow& row, const std::optional<EpochPre
 
 void Run::save_checkpoint(int64_t epochs_completed) {
   std::map<std::string, Tensor> tensors;
+  std::map<std::string, RowBlocks> row_blocks;
   trained_->save(tensors);
-  if (mcdl_) mcdl_->save(tensors);
+  if (mcdl_) mcdl_->save(tensors, row_blocks);
   auto metadata = checkpoint_metadata(config_, progress_, epochs_completed, trained_->model_config_json());
   metadata[frozen_backbone_key] = trained_->frozen_fingerprint();
-  checkpoints_.save(tensors, metadata, epochs_completed - 1, config_.keep_every);
+  checkpoints_.save(tensors, row_blocks, metadata, epochs_completed - 1, config_.keep_every);
 }
 
 void Run::load_checkpoint() {

@@ -131,9 +131,9 @@ std::string Mcdl::append_validation(MetricsRow& row, const std::vector<int64_t>&
          percent(report.medium_confidence_accuracy) + ")";
 }
 
-void Mcdl::save(std::map<std::string, Tensor>& tensors) const {
-  for (auto& [name, t] : prefixed("bank_weak.", bank_weak_.state())) tensors[name] = t;
-  for (auto& [name, t] : prefixed("bank_strong.", bank_strong_.state())) tensors[name] = t;
+void Mcdl::save(std::map<std::string, Tensor>& tensors, std::map<std::string, RowBlocks>& row_blocks) const {
+  for (const auto& [prefix, bank] : {std::pair{"bank_weak.", &bank_weak_}, std::pair{"bank_strong.", &bank_strong_}})
+    for (auto& [name, rows] : bank->state()) row_blocks[prefix + name] = std::move(rows);
   if (fill_start_) tensors["mcdl.fill_start"] = from_vector<int64_t>({*fill_start_}, {1});
 }
 

@@ -65,9 +65,9 @@ class Mcdl {
   static std::vector<std::string> view_columns() { return {"labelled_weak_acc", "labelled_strong_acc"}; }
   void append_view_accuracy(MetricsRow& row);
 
-  // The checkpoint's part: "bank_weak.*", "bank_strong.*" and, once a fill has started the
-  // losses, "mcdl.fill_start" (the epoch, i64 [1]).
-  void save(std::map<std::string, Tensor>& tensors) const;
+  // The checkpoint's part: "bank_weak.*" and "bank_strong.*" (each process's rows of the banks),
+  // and, once a fill has started the losses, "mcdl.fill_start" (the epoch, i64 [1]).
+  void save(std::map<std::string, Tensor>& tensors, std::map<std::string, RowBlocks>& row_blocks) const;
   void load(const std::map<std::string, Tensor>& tensors, const std::map<std::string, StoredTensor>& stored = {});
 
  private:

@@ -178,17 +178,11 @@ MemoryBank::Latest MemoryBank::latest() const {
           gather_samples(from_vector(latest.confidence, {own})).to_vector<float>()};
 }
 
-std::map<std::string, Tensor> MemoryBank::state() const {
-  if (!sharded())
-    return {{"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position},
-            {"probs", rings_.probs}};
-  std::map<std::string, Tensor> whole;
-  for (const auto& [name, own] : std::map<std::string, Tensor>{
-           {"classes", rings_.classes}, {"filled", rings_.filled}, {"position", rings_.position}, {"probs", rings_.probs}}) {
-    Tensor all = gather_blocks(*world_, own.to(Device::cpu()), blocks_, 0);
-    if (world_->rank() == 0) whole[name] = std::move(all);
-  }
-  return whole;
+std::map<std::string, RowBlocks> MemoryBank::state() const {
+  return {{"classes", {rings_.classes, blocks_}},
+          {"filled", {rings_.filled, blocks_}},
+          {"position", {rings_.position, blocks_}},
+          {"probs", {rings_.probs, blocks_}}};
 }
 
 void MemoryBank::load_state(const std::map<std::string, Tensor>& state,

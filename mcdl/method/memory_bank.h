@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/all_gather.h"  // RowBlocks
 #include "engine/collective.h"
 #include "engine/ops/indexing.h"  // HostIndex
 #include "engine/ops/method.h"    // BankRings, Consistency
@@ -64,12 +65,11 @@ class MemoryBank {
   };
   Latest latest() const;
 
-  // The whole state for a checkpoint: "classes" i32 [N, μ], "probs" f32 [N, μ, K],
-  // "position" i64 [N] (the next slot written), "filled" i64 [N]. In one process the tensors are
-  // the bank's own buffers (not copies): save them before the next update. Across processes rank 0
-  // (the one that writes checkpoints) receives the whole bank, gathered into host memory, and the
-  // other ranks an empty map.
-  std::map<std::string, Tensor> state() const;
+  // The state for a checkpoint: "classes" i32 [N, μ], "probs" f32 [N, μ, K], "position" i64 [N]
+  // (the next slot written), "filled" i64 [N], each as the rows this process holds (all of them in
+  // one process), on the bank's device. They are the bank's own buffers, not copies: copy them
+  // before the next update (mcdl/run/checkpoint_writer.h does).
+  std::map<std::string, RowBlocks> state() const;
   // Replaces the state with a copy of `state` (the whole bank, on every rank: each keeps its own
   // block; exactly those four names, the shapes and dtypes
   // above, positions in [0, μ), fills in [0, μ] with position == filled while a ring is not

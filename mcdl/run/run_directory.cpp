@@ -112,10 +112,10 @@ bool RunDirectory::has_checkpoint() const { return fs::exists(last_checkpoint())
 
 void RunDirectory::save_checkpoint(const std::map<std::string, Tensor>& tensors,
                                    const std::map<std::string, std::string>& metadata, int64_t epoch,
-                                   int64_t keep_every) const {
+                                   int64_t keep_every, const std::map<std::string, TensorPieces>& pieces) const {
   if (!writer_) return;
   try {
-    save_safetensors(last_checkpoint(), tensors, metadata);
+    save_safetensors(last_checkpoint(), tensors, metadata, pieces);
     if (keep_every > 0 && (epoch + 1) % keep_every == 0)
       copy_file_atomically(last_checkpoint(), file("checkpoints/epoch_" + std::to_string(epoch + 1) + ".safetensors"));
   } catch (const Error& e) {

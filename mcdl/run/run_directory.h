@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "io/safetensors.h"  // TensorPieces
 
 namespace mcdl {
 
@@ -36,10 +37,11 @@ class RunDirectory {
 
   std::string last_checkpoint() const;  // checkpoints/last.safetensors
   bool has_checkpoint() const;
-  // Writes checkpoints/last.safetensors atomically, and with keep_every > 0 also keeps a copy
-  // as checkpoints/epoch_<N>.safetensors when (epoch + 1) % keep_every == 0.
+  // Writes checkpoints/last.safetensors atomically (`pieces`: tensors handed over as they are
+  // written, io/safetensors.h), and with keep_every > 0 also keeps a copy as
+  // checkpoints/epoch_<N>.safetensors when (epoch + 1) % keep_every == 0.
   void save_checkpoint(const std::map<std::string, Tensor>& tensors, const std::map<std::string, std::string>& metadata,
-                       int64_t epoch, int64_t keep_every) const;
+                       int64_t epoch, int64_t keep_every, const std::map<std::string, TensorPieces>& pieces = {}) const;
 
  private:
   std::string path_;

@@ -14,6 +14,10 @@
 
 namespace {
 
+MPI_Comm side = MPI_COMM_NULL;  // the side channel, where MPI gave full thread support
+
+MPI_Comm communicator(int comm) { return comm == kMcdlMpiSideChannel ? side : MPI_COMM_WORLD; }
+
 int report(int code, const char* what, char* error, size_t error_size) {
   if (code == MPI_SUCCESS) return 0;
   char text[MPI_MAX_ERROR_STRING];
@@ -23,14 +27,22 @@ int report(int code, const char* what, char* error, size_t error_size) {
   return 1;
 }
 
-int init(int* rank, int* size, char* error, size_t error_size) {
+int init(int* rank, int* size, int* side_channel, char* error, size_t error_size) {
   int provided = 0;
-  // Only the thread that runs the step calls MPI.
-  if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided); code != MPI_SUCCESS)
+  // The step's thread calls MPI on the world; with full thread support a checkpoint's thread may
+  // call it on the side channel at the same time.
+  if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided); code != MPI_SUCCESS)
     return report(code, "MPI_Init_thread", error, error_size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
+  *side_channel = 0;
+  if (provided == MPI_THREAD_MULTIPLE) {
+    if (int code = MPI_Comm_dup(MPI_COMM_WORLD, &side); code != MPI_SUCCESS)
+      return report(code, "MPI_Comm_dup", error, error_size);
+    MPI_Comm_set_errhandler(side, MPI_ERRORS_RETURN);
+    *side_channel = 1;
+  }
   return 0;
 }
 
@@ -55,35 +67,35 @@ bool int_counts(const char* what, const size_t* counts, std::vector<int>& count,
   return true;
 }
 
-int all_gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
+int all_gather(int comm, const void* send, size_t send_bytes, void* receive, const size_t* counts, char* error,
                size_t error_size) {
   std::vector<int> count, offset;
   if (!int_counts("all-gather", counts, count, offset, error, error_size)) return 1;
   return report(MPI_Allgatherv(send, static_cast<int>(send_bytes), MPI_BYTE, receive, count.data(), offset.data(),
-                               MPI_BYTE, MPI_COMM_WORLD),
+                               MPI_BYTE, communicator(comm)),
                 "MPI_Allgatherv", error, error_size);
 }
 
-int gather(const void* send, size_t send_bytes, void* receive, const size_t* counts, int root, char* error,
+int gather(int comm, const void* send, size_t send_bytes, void* receive, const size_t* counts, int root, char* error,
            size_t error_size) {
   std::vector<int> count, offset;
   if (!int_counts("gather", counts, count, offset, error, error_size)) return 1;
   return report(MPI_Gatherv(send, static_cast<int>(send_bytes), MPI_BYTE, receive, count.data(), offset.data(),
-                            MPI_BYTE, root, MPI_COMM_WORLD),
+                            MPI_BYTE, root, communicator(comm)),
                 "MPI_Gatherv", error, error_size);
 }
 
-int broadcast(void* data, size_t bytes, int root, char* error, size_t error_size) {
+int broadcast(int comm, void* data, size_t bytes, int root, char* error, size_t error_size) {
   if (bytes > INT_MAX) {
     std::snprintf(error, error_size, "broadcast of %zu bytes: more than MPI's int counts hold", bytes);
     return 1;
   }
-  return report(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast", error,
+  return report(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, communicator(comm)), "MPI_Bcast", error,
                 error_size);
 }
 
-int barrier(char* error, size_t error_size) {
-  return report(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", error, error_size);
+int barrier(int comm, char* error, size_t error_size) {
+  return report(MPI_Barrier(communicator(comm)), "MPI_Barrier", error, error_size);
 }
 
 void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
@@ -91,7 +103,9 @@ void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 void finalize() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  if (side != MPI_COMM_NULL) MPI_Comm_free(&side);
+  MPI_Finalize();
 }
 
 const McdlMpiApi api{kMcdlMpiApiVersion, init, all_gather, gather, broadcast, barrier, abort_world, finalize};

@@ -3,11 +3,14 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -218,6 +221,46 @@ TEST_CASE("safetensors: tensors left in the file are validated, then read block 
   const SafetensorsFile again = load_safetensors(path, leave);
   fs::resize_file(path, 40);
   CHECK_THROWS_WITH(again.stored.at("bank.probs").rows(4, 5), doctest::Contains("the file changed"));
+}
+
+TEST_CASE("safetensors: tensors handed over in pieces are written as the same tensors in memory would be") {
+  TempDir dir;
+  const Tensor probs = reshape(arange(5 * 3 * 4, DType::f32), {5, 3, 4});
+  const Tensor classes = reshape(arange(10, DType::i32), {5, 2});
+  const Tensor step = scalar_tensor(7.0, DType::i64);
+  const std::map<std::string, std::string> metadata = {{"epoch", "4"}};
+  const std::string whole = dir.file("whole.safetensors");
+  save_safetensors(whole, {{"a.probs", probs}, {"b.classes", classes}, {"c.step", step}}, metadata);
+  // Sent in pieces of any size, named between the tensors in memory.
+  const auto in_pieces = [](const Tensor& t, size_t piece, size_t skip = 0) {
+    return TensorPieces{t.dtype(), t.shape(), [t, piece, skip](const auto& write) {
+                          const auto* bytes = static_cast<const char*>(t.raw_data());
+                          for (size_t at = 0; at + skip < t.nbytes(); at += piece)
+                            write(bytes + at, std::min(piece, t.nbytes() - skip - at));
+                        }};
+  };
+  const std::string pieces = dir.file("pieces.safetensors");
+  save_safetensors(pieces, {{"a.probs", probs}, {"c.step", step}}, metadata, {{"b.classes", in_pieces(classes, 12)}});
+  CHECK(read_bytes(pieces) == read_bytes(whole));
+  save_safetensors(pieces, {{"b.classes", classes}}, metadata,
+                   {{"a.probs", in_pieces(probs, 7)}, {"c.step", in_pieces(step, 100)}});
+  CHECK(read_bytes(pieces) == read_bytes(whole));
+
+  // Too few bytes, too many, or a name given twice: refused, and no file is left.
+  const std::string bad = dir.file("bad.safetensors");
+  CHECK_THROWS_WITH(save_safetensors(bad, {}, {}, {{"a.probs", in_pieces(probs, 16, 4)}}),
+                    doctest::Contains("tensor \"a.probs\" was handed 236 of its 240 bytes"));
+  const TensorPieces twice{DType::f32, {2}, [](const auto& write) {
+                             const float values[3] = {1, 2, 3};
+                             write(values, 8);
+                             write(values + 2, 4);
+                           }};
+  CHECK_THROWS_WITH(save_safetensors(bad, {}, {}, {{"t", twice}}),
+                    doctest::Contains("tensor \"t\" was handed more than its 8 bytes"));
+  CHECK_THROWS_WITH(save_safetensors(bad, {{"b.classes", classes}}, {}, {{"b.classes", in_pieces(classes, 8)}}),
+                    doctest::Contains("tensor \"b.classes\" given twice"));
+  CHECK_FALSE(fs::exists(bad));
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);
 }
 
 TEST_CASE("safetensors: every F16 bit pattern converts to the exact f32 value") {

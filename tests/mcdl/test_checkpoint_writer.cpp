@@ -1,22 +1,28 @@
 // The background checkpoint writer (mcdl/run/checkpoint_writer.h): the file holds the state as it was
-// when saved, whatever the tensors hold afterwards; it is the file a synchronous save writes; and
-// a failed write is raised by the next wait or save with RunDirectory's message.
+// when saved, whatever the tensors hold afterwards; it is the file a synchronous save writes; a
+// failed write is raised by the next wait or save with RunDirectory's message; and across ranks
+// (threads standing in for processes) rank 0 writes that same file from the rows each rank holds.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <csignal>
 #include <cstring>
 #include <iterator>
 #include <string>
 
 #include "engine/ops.h"
+#include "engine/shards.h"
 #include "io/safetensors.h"
 #include "kernels/cuda/runtime.h"
 #include "mcdl/run/checkpoint_writer.h"
 #include "tests/run_checks.h"
+#include "tests/thread_world.h"
 
 using namespace mcdl;
+using mcdl::testing::ThreadWorld;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,14 +45,15 @@ void overwrite(Tensor& t, const Tensor& host_values) {
 
 TEST_CASE("checkpoint writer: the file holds the state at the save, byte for byte what a synchronous save writes") {
   const fs::path dir = fresh_directory("mcdl-checkpoint-writer");
+  const auto one = single_process();
   for (const Device device : {Device::cpu(), Device::cuda()}) {
     CAPTURE(device);
     const RunDirectory run(dir.string());
     Tensor weights = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}).to(device);
     Tensor counts = from_vector<int64_t>({7, 8}, {2}).to(device);
     const std::map<std::string, std::string> metadata = {{"epoch", "3"}};
-    CheckpointWriter writer(run);
-    writer.save({{"w", weights}, {"n", counts}}, metadata, 2, 3);
+    CheckpointWriter writer(run, *one);
+    writer.save({{"w", weights}, {"n", counts}}, {}, metadata, 2, 3);
     // The next step changes the live tensors at once, in place.
     overwrite(weights, full({2, 3}, -1.0));
     overwrite(counts, zeros({2}, DType::i64));
@@ -61,7 +68,7 @@ TEST_CASE("checkpoint writer: the file holds the state at the save, byte for byt
     CHECK(testing::read_text(dir / "checkpoints/epoch_3.safetensors") == testing::read_text(expected));
 
     // A second save replaces the first once written.
-    writer.save({{"w", weights}}, metadata, 3, 3);
+    writer.save({{"w", weights}}, {}, metadata, 3, 3);
     writer.wait();
     CHECK(load_safetensors(run.last_checkpoint()).tensors.at("w").to_vector<float>() == std::vector<float>(6, -1.0f));
     CHECK_FALSE(fs::exists(dir / "checkpoints/epoch_4.safetensors"));
@@ -72,9 +79,10 @@ TEST_CASE("checkpoint writer: the file holds the state at the save, byte for byt
 TEST_CASE("checkpoint writer: a failed write is raised by the next wait or save, naming the intact last checkpoint") {
   const fs::path dir = fresh_directory("mcdl-checkpoint-writer-fails");
   const RunDirectory run(dir.string());
+  const auto one = single_process();
   const Tensor weights = from_vector<float>({1, 2}, {2});
-  CheckpointWriter writer(run);
-  writer.save({{"w", weights}}, {}, 0, 0);
+  CheckpointWriter writer(run, *one);
+  writer.save({{"w", weights}}, {}, {}, 0, 0);
   writer.wait();
   const std::string good = testing::read_text(run.last_checkpoint());
 
@@ -82,14 +90,122 @@ TEST_CASE("checkpoint writer: a failed write is raised by the next wait or save,
   const fs::path checkpoints = dir / "checkpoints";
   fs::rename(checkpoints, dir / "moved");
   std::ofstream(checkpoints) << "not a directory";
-  writer.save({{"w", weights * 2.0}}, {}, 1, 0);  // started: the error comes later
+  writer.save({{"w", weights * 2.0}}, {}, {}, 1, 0);  // started: the error comes later
   const std::string message = "the checkpoint after epoch 2 was not saved, so the run stops";
   SUBCASE("raised by wait") { CHECK_THROWS_WITH(writer.wait(), doctest::Contains(message.c_str())); }
   SUBCASE("raised by the next save, which starts no write") {
-    CHECK_THROWS_WITH(writer.save({{"w", weights * 3.0}}, {}, 2, 0), doctest::Contains(message.c_str()));
+    CHECK_THROWS_WITH(writer.save({{"w", weights * 3.0}}, {}, {}, 2, 0), doctest::Contains(message.c_str()));
     CHECK_NOTHROW(writer.wait());  // raised once; nothing in flight
   }
   CHECK(testing::read_text(dir / "moved/last.safetensors") == good);
   CHECK(std::distance(fs::directory_iterator(dir / "moved"), fs::directory_iterator()) == 1);  // no temporary left
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A checkpoint's state as a run across ranks holds it: the model whole on every rank, and the
+// banks' rows in blocks, named so that a whole tensor comes before, between and after them.
+struct RankedState {
+  std::map<std::string, Tensor> whole = {{"a.model", reshape(arange(6, DType::f32), {2, 3})},
+                                         {"c.model", from_vector<int64_t>({5}, {1})},
+                                         {"z.model", full({4}, 0.5)}};
+  std::map<std::string, Tensor> in_rows = {{"b.probs", reshape(arange(9 * 4 * 8, DType::f32), {9, 4, 8})},
+                                           {"b.filled", arange(9, DType::i64)},
+                                           {"d.classes", reshape(arange(18, DType::i32), {9, 2})}};
+  const std::map<std::string, std::string> metadata = {{"epoch", "2"}};
+
+  // Rank `rank`'s blocks of `ranks`, copies it may change.
+  std::map<std::string, RowBlocks> blocks_of(int rank, int ranks) const {
+    const auto blocks = Shards::ranges(9, ranks);
+    const auto [begin, end] = blocks[static_cast<size_t>(rank)];
+    std::map<std::string, RowBlocks> out;
+    for (const auto& [name, t] : in_rows) out[name] = {slice(t, 0, begin, end).clone(), blocks};
+    return out;
+  }
+  // The file one process writes of it all.
+  std::string expected_file(const fs::path& dir) const {
+    std::map<std::string, Tensor> all = whole;
+    all.insert(in_rows.begin(), in_rows.end());
+    const fs::path path = dir / "expected.safetensors";
+    save_safetensors(path.string(), all, metadata);
+    return testing::read_text(path);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("checkpoint writer across ranks: rank 0 writes the file one process writes, the banks' rows sent to it") {
+  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-ranks");
+  const RankedState state;
+  fs::create_directories(dir);
+  const std::string expected = state.expected_file(dir);
+  for (const bool side_channel : {true, false}) {
+    for (const int ranks : {2, 3, 12}) {  // 12: more ranks than rows, the last blocks empty
+      // Pieces of whole tensors, and of a row or two (b.probs' rows are 128 bytes).
+      const size_t piece_bytes = ranks == 3 ? 300 : size_t(1) << 28;
+      CAPTURE(side_channel);
+      CAPTURE(ranks);
+      const fs::path run_dir = dir / ("run-" + std::to_string(ranks) + (side_channel ? "-side" : ""));
+      ThreadWorld(ranks, side_channel).run([&](Collective& world) {
+        const RunDirectory run(run_dir.string(), world.rank() == 0);
+        CheckpointWriter writer(run, world, piece_bytes);
+        std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), ranks);
+        writer.save(state.whole, rows, state.metadata, 1, 2);
+        // The next epoch: its steps change the bank in place and exchange on the world while the
+        // rows go to rank 0 (on the side channel).
+        for (auto& [name, block] : rows)
+          if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+        std::vector<int64_t> ranks_seen(static_cast<size_t>(ranks));
+        const int64_t me = world.rank();
+        for (int step = 0; step < 3; ++step)
+          world.all_gather(&me, sizeof me, ranks_seen.data(), std::vector<size_t>(ranks_seen.size(), sizeof me));
+        CHECK(ranks_seen.back() == ranks - 1);
+        writer.wait();
+      });
+      CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
+      CHECK(testing::read_text(run_dir / "checkpoints/epoch_2.safetensors") == expected);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoint writer across ranks: a write that fails on rank 0 still takes every rank's rows, and the next save works") {
+  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-ranks-fail");
+  const RankedState state;
+  fs::create_directories(dir);
+  const std::string expected = state.expected_file(dir);
+  const fs::path run_dir = dir / "run";
+  // A full disk, stood in for by a file size limit: the write fails inside the second streamed
+  // tensor (b.probs, 1,152 bytes after a.model's 24 and b.filled's 72), sent a row (128 bytes) at a
+  // time, with more of its rows and d.classes still to come.
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, expected.data(), sizeof header_bytes);
+  const rlimit limit{static_cast<rlim_t>(8 + header_bytes + 24 + 72 + 500), RLIM_INFINITY};
+  ThreadWorld(3).run([&](Collective& world) {
+    const RunDirectory run(run_dir.string(), world.rank() == 0);
+    CheckpointWriter writer(run, world, 64);
+    const std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), 3);
+    rlimit before{};
+    world.barrier();
+    if (world.rank() == 0) {
+      ::getrlimit(RLIMIT_FSIZE, &before);
+      std::signal(SIGXFSZ, SIG_IGN);  // the write then fails with EFBIG
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    world.barrier();
+    writer.save(state.whole, rows, state.metadata, 0, 0);
+    if (world.rank() == 0) {
+      CHECK_THROWS_WITH(writer.wait(), doctest::Contains("the checkpoint after epoch 1 was not saved"));
+      ::setrlimit(RLIMIT_FSIZE, &before);
+      std::signal(SIGXFSZ, SIG_DFL);
+    } else {
+      CHECK_NOTHROW(writer.wait());
+    }
+    world.barrier();
+    writer.save(state.whole, rows, state.metadata, 1, 0);
+    CHECK_NOTHROW(writer.wait());
+  });
+  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
   fs::remove_all(dir);
 }

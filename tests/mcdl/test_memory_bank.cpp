@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include <functional>
+#include <map>
+#include <string>
 
 #include "engine/ops.h"
 #include "mcdl/method/credibility.h"
@@ -29,6 +31,16 @@ Tensor rows_for(const std::vector<int>& classes, Device device = Device::cpu()) 
   return from_vector<float>(values, {static_cast<int64_t>(classes.size()), 3}, device);
 }
 
+// A one-process bank's checkpoint state: its rows are all of them.
+std::map<std::string, Tensor> whole_state(const MemoryBank& bank) {
+  std::map<std::string, Tensor> whole;
+  for (const auto& [name, rows] : bank.state()) {
+    REQUIRE(rows.blocks == std::vector<std::pair<int64_t, int64_t>>{{0, bank.num_samples()}});
+    whole[name] = rows.own;
+  }
+  return whole;
+}
+
 std::vector<int64_t> modes(const MemoryBank& bank, const std::vector<int64_t>& samples) {
   return bank.consistency(indices(samples, bank.device())).mode.to_vector<int64_t>();
 }
@@ -48,9 +60,9 @@ TEST_CASE("memory bank: updates in batch order, mode and count with ties, mean p
     // Sample 0 drawn twice: class 0 then class 2, the later one the more recent.
     const Tensor first = from_vector<float>({0.7f, 0.2f, 0.1f, 0.1f, 0.8f, 0.1f, 0.2f, 0.3f, 0.5f}, {3, 3}, device);
     bank.update(indices({0, 1, 0}, device), first);
-    CHECK(bank.state().at("position").to_vector<int64_t>() == std::vector<int64_t>{2, 1, 0});
-    CHECK(bank.state().at("filled").to_vector<int64_t>() == std::vector<int64_t>{2, 1, 0});
-    CHECK(bank.state().at("classes").to_vector<int32_t>() == std::vector<int32_t>{0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(whole_state(bank).at("position").to_vector<int64_t>() == std::vector<int64_t>{2, 1, 0});
+    CHECK(whole_state(bank).at("filled").to_vector<int64_t>() == std::vector<int64_t>{2, 1, 0});
+    CHECK(whole_state(bank).at("classes").to_vector<int32_t>() == std::vector<int32_t>{0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
     // Sample 0: one 0 and one 2, the 2 more recent, so the tie goes to 2.
     CHECK(modes(bank, {0, 1, 2}) == std::vector<int64_t>{2, 1, -1});
     CHECK(counts(bank, {0, 1, 2}) == std::vector<int64_t>{1, 1, 0});
@@ -60,9 +72,9 @@ TEST_CASE("memory bank: updates in batch order, mode and count with ties, mean p
 
     // Three more for sample 0 (classes 1, 0, 0): slots 2, 3, then 0 again (the ring wraps).
     bank.update(indices({0, 0, 0}, device), rows_for({1, 0, 0}, device));
-    CHECK(bank.state().at("position").to_vector<int64_t>()[0] == 1);
-    CHECK(bank.state().at("filled").to_vector<int64_t>()[0] == 4);
-    CHECK(bank.state().at("classes").to_vector<int32_t>()[0] == 0);  // slot 0 now holds the latest
+    CHECK(whole_state(bank).at("position").to_vector<int64_t>()[0] == 1);
+    CHECK(whole_state(bank).at("filled").to_vector<int64_t>()[0] == 4);
+    CHECK(whole_state(bank).at("classes").to_vector<int32_t>()[0] == 0);  // slot 0 now holds the latest
     // Held (oldest first): 2, 1, 0, 0.
     CHECK(modes(bank, {0}) == std::vector<int64_t>{0});
     CHECK(counts(bank, {0}) == std::vector<int64_t>{2});
@@ -82,16 +94,16 @@ TEST_CASE("memory bank: updates in batch order, mode and count with ties, mean p
     // Sample 2 drawn six times in one batch (classes 0 1 2 0 1 2): the ring keeps the last four
     // (2 0 1 2), written in order, so slots 0..3 hold 1 2 2 0 and the next write goes to slot 2.
     bank.update(indices({2, 2, 2, 2, 2, 2}, device), rows_for({0, 1, 2, 0, 1, 2}, device));
-    const std::vector<int32_t> classes = bank.state().at("classes").to_vector<int32_t>();
+    const std::vector<int32_t> classes = whole_state(bank).at("classes").to_vector<int32_t>();
     CHECK(std::vector<int32_t>(classes.begin() + 8, classes.end()) == std::vector<int32_t>{1, 2, 2, 0});
-    CHECK(bank.state().at("position").to_vector<int64_t>()[2] == 2);
+    CHECK(whole_state(bank).at("position").to_vector<int64_t>()[2] == 2);
     CHECK(modes(bank, {2, 2}) == std::vector<int64_t>{2, 2});
     CHECK(counts(bank, {2}) == std::vector<int64_t>{2});
 
     // f64 probabilities are stored as f32; an empty batch changes nothing.
     bank.update(indices({}, device), zeros({0, 3}, DType::f64, device));
     bank.update(indices({1}, device), rows_for({2}, device).to(DType::f64));
-    CHECK(bank.state().at("probs").to_vector<float>()[(1 * 4 + 1) * 3 + 2] == 0.6f);
+    CHECK(whole_state(bank).at("probs").to_vector<float>()[(1 * 4 + 1) * 3 + 2] == 0.6f);
   }
 }
 
@@ -99,25 +111,25 @@ TEST_CASE("memory bank: state round-trips through load_state, which validates it
   MemoryBank bank(4, 3, 4);
   bank.update(indices({0, 3, 3, 1, 0, 0, 0, 0}), rows_for({1, 2, 0, 2, 1, 1, 0, 2}));
   MemoryBank copy(4, 3, 4, Device::cuda());
-  copy.load_state(bank.state());
-  for (const auto& [name, t] : bank.state()) {
+  copy.load_state(whole_state(bank));
+  for (const auto& [name, t] : whole_state(bank)) {
     CAPTURE(name);
-    CHECK(copy.state().at(name).device().is_cuda());
-    CHECK(copy.state().at(name).to_vector<double>() == t.to_vector<double>());
+    CHECK(whole_state(copy).at(name).device().is_cuda());
+    CHECK(whole_state(copy).at(name).to_vector<double>() == t.to_vector<double>());
   }
   CHECK(modes(copy, {0, 1, 2, 3}) == modes(bank, {0, 1, 2, 3}));
   // The loaded state is a copy: updating the source leaves the copy alone.
   bank.update(indices({2}), rows_for({1}));
-  CHECK(copy.state().at("filled").to_vector<int64_t>()[2] == 0);
+  CHECK(whole_state(copy).at("filled").to_vector<int64_t>()[2] == 0);
 
   const auto with = [&](const std::string& name, const Tensor& value) {
-    std::map<std::string, Tensor> state = bank.state();
+    std::map<std::string, Tensor> state = whole_state(bank);
     state[name] = value;
     return state;
   };
   MemoryBank target(4, 3, 4);
   CHECK_THROWS_WITH(target.load_state({}), doctest::Contains("MemoryBank.load_state: expected exactly"));
-  std::map<std::string, Tensor> renamed = bank.state();
+  std::map<std::string, Tensor> renamed = whole_state(bank);
   renamed["ring"] = renamed.at("classes");
   renamed.erase("classes");
   CHECK_THROWS_WITH(target.load_state(renamed), doctest::Contains("missing tensor 'classes'"));
@@ -130,11 +142,11 @@ TEST_CASE("memory bank: state round-trips through load_state, which validates it
   CHECK_THROWS_WITH(
       target.load_state(with("position", from_vector<int64_t>({1, 1, 0, 2}, {4}))),
       doctest::Contains("sample 2 has a ring that is not full (filled 1) whose position 0 is not its fill"));
-  std::vector<int32_t> bad_classes = bank.state().at("classes").to_vector<int32_t>();
+  std::vector<int32_t> bad_classes = whole_state(bank).at("classes").to_vector<int32_t>();
   bad_classes[1] = 3;
   CHECK_THROWS_WITH(target.load_state(with("classes", from_vector<int32_t>(bad_classes, {4, 4}))),
                     doctest::Contains("sample 0 slot 1 holds class 3, outside [0, 3)"));
-  CHECK(target.state().at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0});  // unchanged
+  CHECK(whole_state(target).at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0});  // unchanged
 }
 
 TEST_CASE("memory bank: argument errors") {
@@ -153,7 +165,7 @@ TEST_CASE("memory bank: argument errors") {
                       doctest::Contains("MemoryBank.update: probs must be [2, 3]"));
     CHECK_THROWS_WITH(bank.update(indices({1}, device), rows_for({0}, device).to(DType::i64)),
                       doctest::Contains("MemoryBank.update: expected an f32 or f64 tensor"));
-    CHECK(bank.state().at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0});
+    CHECK(whole_state(bank).at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0});
   }
   MemoryBank on_device(4, 3, 4, Device::cuda());
   CHECK_THROWS_WITH(on_device.update(indices({1}), rows_for({0})), doctest::Contains("on cuda:0, got i64[1] cpu"));
@@ -165,9 +177,9 @@ TEST_CASE("memory bank: positions made on the host (HostIndex) give the results 
     MemoryBank by_tensor(4, 3, 2, device), by_rows(4, 3, 2, device);
     by_tensor.update(indices({0, 3, 0}, device), rows_for({1, 2, 1}, device));
     by_rows.update(HostIndex({0, 3, 0}, device), rows_for({1, 2, 1}, device));
-    for (const auto& [name, t] : by_tensor.state()) {
+    for (const auto& [name, t] : whole_state(by_tensor)) {
       CAPTURE(name);
-      const Tensor a = t.to(Device::cpu()), b = by_rows.state().at(name).to(Device::cpu());
+      const Tensor a = t.to(Device::cpu()), b = whole_state(by_rows).at(name).to(Device::cpu());
       REQUIRE(a.nbytes() == b.nbytes());
       CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
     }
@@ -278,7 +290,7 @@ TEST_CASE("memory bank and credibility: the CUDA kernels match the CPU") {
     std::vector<Tensor> inputs = script.inputs;
     inputs.push_back(all);
     const auto state_of = [&](const std::string& name) {
-      return [&script, name](const std::vector<Tensor>& x) { return run_script(script, x).state().at(name); };
+      return [&script, name](const std::vector<Tensor>& x) { return whole_state(run_script(script, x)).at(name); };
     };
     for (const char* name : {"classes", "probs", "position", "filled"})
       check_cuda_forward_parity(std::string("bank ") + name, state_of(name), inputs);
@@ -308,10 +320,10 @@ TEST_CASE("memory bank: the CPU reference writes rows one after the other") {
     MemoryBank bank(2, 3, 3, device);
     bank.update(indices({1, 1, 1, 1, 1, 1, 1}, device), rows_for({0, 1, 2, 2, 1, 0, 0}, device));
     // Rows 4..6 (1, 0, 0) in slots 1, 2, 0 (row 4 goes to slot (0 + 4) % 3 = 1).
-    const std::vector<int32_t> classes = bank.state().at("classes").to_vector<int32_t>();
+    const std::vector<int32_t> classes = whole_state(bank).at("classes").to_vector<int32_t>();
     CHECK(std::vector<int32_t>(classes.begin() + 3, classes.end()) == std::vector<int32_t>{0, 1, 0});
-    CHECK(bank.state().at("position").to_vector<int64_t>() == std::vector<int64_t>{0, 1});
-    CHECK(bank.state().at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 3});
+    CHECK(whole_state(bank).at("position").to_vector<int64_t>() == std::vector<int64_t>{0, 1});
+    CHECK(whole_state(bank).at("filled").to_vector<int64_t>() == std::vector<int64_t>{0, 3});
     CHECK(modes(bank, {1}) == std::vector<int64_t>{0});
   }
 }

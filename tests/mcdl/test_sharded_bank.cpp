@@ -1,6 +1,6 @@
 // MCDL's memory banks split over the ranks of a world (threads standing in for processes): each
 // rank holds its own block of samples, and every query and the report's reads give one bank's
-// values bit for bit on every rank; the checkpoint state reaches rank 0 whole.
+// values bit for bit on every rank; each rank's checkpoint state is its block of one bank's.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -35,7 +35,8 @@ Tensor batch_probs(int64_t rows, uint64_t seed) {
 struct Reads {
   std::vector<int64_t> mode, count, filled, latest_classes;
   std::vector<float> mean, latest_confidence;
-  std::map<std::string, std::vector<unsigned char>> state;
+  std::map<std::string, Tensor> state;  // the checkpoint state's rows this rank holds (host copies)
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // each rank's rows of it
 };
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -66,22 +67,30 @@ Reads updated_and_read(MemoryBank& bank) {
   const MemoryBank::Latest latest = bank.latest();
   reads.latest_classes = latest.classes;
   reads.latest_confidence = latest.confidence;
-  for (const auto& [name, t] : bank.state()) reads.state[name] = bytes_of(t);
+  for (const auto& [name, rows] : bank.state()) {
+    reads.state[name] = rows.own.to(Device::cpu()).clone();
+    reads.blocks = rows.blocks;
+  }
   return reads;
 }
 
-// State: rank 0 receives the whole bank (it writes the checkpoints), the others nothing.
-void check_same(const Reads& got, const Reads& expected, bool receives_state) {
+// Rows [begin, end) of a one-process state, as bytes, name by name.
+std::map<std::string, std::vector<unsigned char>> block_bytes(const std::map<std::string, Tensor>& state,
+                                                              std::pair<int64_t, int64_t> block) {
+  std::map<std::string, std::vector<unsigned char>> out;
+  for (const auto& [name, t] : state) out[name] = bytes_of(slice(t, 0, block.first, block.second));
+  return out;
+}
+
+// State: each rank's own block of the one bank's.
+void check_same(const Reads& got, const Reads& expected, std::pair<int64_t, int64_t> block) {
   CHECK(got.mode == expected.mode);
   CHECK(got.count == expected.count);
   CHECK(same_bits(got.mean, expected.mean));
   CHECK(got.filled == expected.filled);
   CHECK(got.latest_classes == expected.latest_classes);
   CHECK(same_bits(got.latest_confidence, expected.latest_confidence));
-  if (receives_state)
-    CHECK(got.state == expected.state);
-  else
-    CHECK(got.state.empty());
+  CHECK(block_bytes(got.state, {0, block.second - block.first}) == block_bytes(expected.state, block));
 }
 
 }  // namespace
@@ -89,7 +98,8 @@ void check_same(const Reads& got, const Reads& expected, bool receives_state) {
 TEST_CASE("memory bank across ranks: each holds its block, and reads give one bank's bits") {
   MemoryBank one(samples, classes, mu);
   const Reads expected = updated_and_read(one);
-  check_same(expected, expected, true);  // one process: its own state
+  check_same(expected, expected, {0, samples});  // one process: its own state
+  REQUIRE(expected.blocks == std::vector<std::pair<int64_t, int64_t>>{{0, samples}});
   REQUIRE(expected.latest_classes[8] == -1);  // never drawn
   REQUIRE(expected.filled[3] == mu);          // wrapped
 
@@ -108,7 +118,10 @@ TEST_CASE("memory bank across ranks: each holds its block, and reads give one ba
       held[r] = bank.own_samples();
     });
     CHECK(held == Shards::ranges(samples, ranks));
-    for (size_t r = 0; r < got.size(); ++r) check_same(got[r], expected, r == 0);
+    for (size_t r = 0; r < got.size(); ++r) {
+      CHECK(got[r].blocks == held);
+      check_same(got[r], expected, held[r]);
+    }
   }
 }
 
@@ -116,7 +129,7 @@ TEST_CASE("memory bank across ranks: a checkpoint's whole state loads into each 
   MemoryBank one(samples, classes, mu);
   const Reads expected = updated_and_read(one);
   std::map<std::string, Tensor> saved;
-  for (const auto& [name, t] : one.state()) saved[name] = t.clone();
+  for (const auto& [name, rows] : one.state()) saved[name] = rows.own.clone();
 
   // Saved by one process, resumed on three, then the same further updates on both.
   const std::vector<int64_t> more = {9, 9, 2, 8, 0};
@@ -124,8 +137,8 @@ TEST_CASE("memory bank across ranks: a checkpoint's whole state loads into each 
   MemoryBank resumed_one(samples, classes, mu);
   resumed_one.load_state(saved);
   resumed_one.update(HostIndex(more, Device::cpu()), more_probs);
-  std::map<std::string, std::vector<unsigned char>> expected_state;
-  for (const auto& [name, t] : resumed_one.state()) expected_state[name] = bytes_of(t);
+  std::map<std::string, Tensor> expected_state;
+  for (const auto& [name, rows] : resumed_one.state()) expected_state[name] = rows.own.clone();
   const std::vector<float> expected_mean = resumed_one.mean_probs(HostIndex(more, Device::cpu())).to_vector<float>();
 
   std::mutex mutex;
@@ -146,21 +159,20 @@ TEST_CASE("memory bank across ranks: a checkpoint's whole state loads into each 
     }
     bank.update(HostIndex(more, Device::cpu()), more_probs);
     std::map<std::string, std::vector<unsigned char>> state;
-    for (const auto& [name, t] : bank.state()) state[name] = bytes_of(t);
+    for (const auto& [name, rows] : bank.state()) state[name] = bytes_of(rows.own);
     std::vector<float> mean = bank.mean_probs(HostIndex(more, Device::cpu())).to_vector<float>();
     const std::lock_guard lock(mutex);
     states[static_cast<size_t>(world.rank())] = std::move(state);
     means[static_cast<size_t>(world.rank())] = std::move(mean);
   });
+  const auto blocks = Shards::ranges(samples, 3);
   for (int r = 0; r < 3; ++r) {
     CAPTURE(r);
-    if (r == 0)
-      CHECK(states[0] == expected_state);
-    else
-      CHECK(states[static_cast<size_t>(r)].empty());
+    CHECK(states[static_cast<size_t>(r)] == block_bytes(expected_state, blocks[static_cast<size_t>(r)]));
     CHECK(same_bits(means[static_cast<size_t>(r)], expected_mean));
   }
-  CHECK(expected.state != expected_state);  // the further updates did change the bank
+  // The further updates did change the bank.
+  CHECK(block_bytes(expected.state, {0, samples}) != block_bytes(expected_state, {0, samples}));
   std::filesystem::remove(path);
 }
 
