@@ -6,17 +6,59 @@
 #include <memory>
 #include <numeric>
 
+#include "engine/all_gather.h"
 #include "engine/autograd.h"
 #include "engine/ops/indexing.h"
 #include "engine/ops/linalg.h"
 #include "engine/ops/shape.h"
 #include "engine/parallel.h"
 #include "engine/random.h"
+#include "engine/shards.h"
 
 namespace mcdl {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// How one restart's work is split over the ranks of a world: each rank computes its share of
+// the points or dimensions, and the shares are exchanged so that every rank holds the whole.
+// Without a world (or with one rank) this process does it all.
+class Split {
+ public:
+  explicit Split(Collective* world = nullptr) : world_(world && world->size() > 1 ? world : nullptr) {}
+  bool split() const { return world_ != nullptr; }
+  // Each rank's contiguous share of `count` items, and this rank's of those.
+  std::vector<std::pair<int64_t, int64_t>> shares(int64_t count) const {
+    return Shards::ranges(count, split() ? world_->size() : 1);
+  }
+  std::pair<int64_t, int64_t> own(const std::vector<std::pair<int64_t, int64_t>>& shares) const {
+    return shares[split() ? static_cast<size_t>(world_->rank()) : 0];
+  }
+  // Every rank's `own` values (count[r] from rank r, this rank's own.size()) in rank order.
+  template <class T>
+  std::vector<T> gathered(const std::vector<T>& own, const std::vector<int64_t>& count) const {
+    if (!split()) return own;
+    std::vector<size_t> bytes;
+    int64_t total = 0;
+    for (int64_t c : count) {
+      bytes.push_back(static_cast<size_t>(c) * sizeof(T));
+      total += c;
+    }
+    std::vector<T> all(static_cast<size_t>(total));
+    world_->all_gather(own.data(), own.size() * sizeof(T), all.data(), bytes);
+    return all;
+  }
+
+ private:
+  Collective* world_;
+};
+
+// The values per rank of contiguous shares.
+std::vector<int64_t> share_sizes(const std::vector<std::pair<int64_t, int64_t>>& shares, int64_t per_item = 1) {
+  std::vector<int64_t> sizes;
+  for (const auto& [begin, end] : shares) sizes.push_back((end - begin) * per_item);
+  return sizes;
+}
 
 // Centres on the host: k rows of D doubles.
 struct Centres {
@@ -29,7 +71,9 @@ struct Centres {
 // The points being clustered: on their own device for the GEMM, and on the host.
 class Points {
  public:
-  explicit Points(const Tensor& features) : device_(features.device()) {
+  // rows_per_product: the rows of each distance product (0: block_rows' rule).
+  explicit Points(const Tensor& features, int64_t rows_per_product = 0)
+      : device_(features.device()), rows_per_product_(rows_per_product) {
     dev_ = features.dtype() == DType::f32 ? features : features.to(DType::f32);
     host_ = dev_.to(Device::cpu());
     host_data_ = host_.data<float>();
@@ -49,9 +93,20 @@ class Points {
   Device device() const { return device_; }
   const float* row(int64_t i) const { return host_data_ + i * dim_; }
 
-  // For every point, the squared distances to the m rows of `centres` (row-major [n, m]),
-  // by ‖x‖² − 2·x·c + ‖c‖² with x·cᵀ from matmul on the points' device, clamped at 0.
-  void squared_distances(const Centres& centres, std::vector<double>& out) const {
+  // The rows of one distance product for m centres: by default enough to keep the [rows, m]
+  // product near 4 M values whatever N is. The products' rows are cut the same way however the
+  // work is split, so every row's distances have the same bits.
+  int64_t block_rows(int64_t m) const {
+    if (rows_per_product_ > 0) return rows_per_product_;
+    return std::max<int64_t>(256, (int64_t{1} << 22) / std::max<int64_t>(m, 1));
+  }
+
+  // For points [begin, end) (whole blocks of block_rows, or up to the end), the squared distances
+  // to the m rows of `centres` (row-major [end − begin, m]), by ‖x‖² − 2·x·c + ‖c‖² with x·cᵀ
+  // from matmul on the points' device, clamped at 0.
+  void squared_distances(const Centres& centres, std::vector<double>& out, int64_t begin = 0,
+                         int64_t end = -1) const {
+    if (end < 0) end = n_;
     const int64_t m = centres.k;
     std::vector<float> transposed(static_cast<size_t>(dim_ * m));
     std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
@@ -62,33 +117,36 @@ class Points {
         c_norms[c] += static_cast<double>(v) * v;
       }
     const Tensor ct = from_vector(transposed, {dim_, m}, device_);
-    out.resize(static_cast<size_t>(n_ * m));
-    // Row blocks keep the [block, m] product small whatever N is.
-    const int64_t block = std::max<int64_t>(256, (int64_t{1} << 22) / std::max<int64_t>(m, 1));
+    out.resize(static_cast<size_t>((end - begin) * m));
+    const int64_t block = block_rows(m);
     NoGradGuard no_grad;
-    for (int64_t start = 0; start < n_; start += block) {
-      const int64_t end = std::min(n_, start + block);
-      const Tensor products = matmul(slice(dev_, 0, start, end), ct).to(Device::cpu());
+    for (int64_t start = begin; start < end; start += block) {
+      const int64_t stop = std::min(end, start + block);
+      const Tensor products = matmul(slice(dev_, 0, start, stop), ct).to(Device::cpu());
       const float* p = products.data<float>();
-      parallel_rows(end - start, m, [&](int64_t r) {
+      parallel_rows(stop - start, m, [&](int64_t r) {
         const int64_t i = start + r;
         for (int64_t c = 0; c < m; ++c)
-          out[i * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
+          out[(i - begin) * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
       });
     }
   }
 
-  // The nearest centre of each point (the lowest index on a tie).
-  std::vector<int64_t> nearest(const Centres& centres) const {
+  // The nearest centre of each point (the lowest index on a tie). Split, each rank computes those
+  // of its share of the distance products' blocks.
+  std::vector<int64_t> nearest(const Centres& centres, const Split& split = Split()) const {
+    const int64_t m = centres.k, block = block_rows(m);
+    std::vector<std::pair<int64_t, int64_t>> rows = split.shares((n_ + block - 1) / block);  // in blocks
+    for (auto& [begin, end] : rows) begin = std::min(n_, begin * block), end = std::min(n_, end * block);
+    const auto [first, last] = split.own(rows);
     std::vector<double> d2;
-    squared_distances(centres, d2);
-    std::vector<int64_t> labels(static_cast<size_t>(n_));
-    const int64_t m = centres.k;
-    parallel_rows(n_, m, [&](int64_t i) {
+    squared_distances(centres, d2, first, last);
+    std::vector<int64_t> labels(static_cast<size_t>(last - first));
+    parallel_rows(last - first, m, [&](int64_t i) {
       const double* row = d2.data() + i * m;
       labels[i] = std::min_element(row, row + m) - row;
     });
-    return labels;
+    return split.gathered(labels, share_sizes(rows));
   }
 
  private:
@@ -96,6 +154,7 @@ class Points {
   Tensor dev_, host_;
   const float* host_data_ = nullptr;  // host_'s values (data<T>() checks on every call)
   int64_t n_ = 0, dim_ = 0;
+  int64_t rows_per_product_;
   std::vector<double> norms_;
 };
 
@@ -111,14 +170,18 @@ double squared_distance(const float* x, const double* c, int64_t dim) {
 // Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order. Four
 // points at a time: their four chains of dependent additions overlap (one chain alone waits on
 // each addition), and each value has the bits of squared_distance.
+// Split, each rank computes those of its share of the points.
 std::vector<double> assigned_distances(const Points& points, const std::vector<int64_t>& labels,
-                                       const Centres& centres) {
-  const int64_t n = points.size(), dim = points.dim();
-  std::vector<double> d2(labels.size());
-  parallel_rows((n + 3) / 4, 4 * dim, [&](int64_t group) {
-    const int64_t i = 4 * group;
-    if (i + 4 > n) {
-      for (int64_t j = i; j < n; ++j) d2[j] = squared_distance(points.row(j), centres.row(labels[j]), dim);
+                                       const Centres& centres, const Split& split) {
+  const int64_t dim = points.dim();
+  const std::vector<std::pair<int64_t, int64_t>> shares = split.shares(points.size());
+  const auto [first, last] = split.own(shares);
+  std::vector<double> own(static_cast<size_t>(last - first));
+  double* d2 = own.data() - first;  // indexed by point
+  parallel_rows((last - first + 3) / 4, 4 * dim, [&](int64_t group) {
+    const int64_t i = first + 4 * group;
+    if (i + 4 > last) {
+      for (int64_t j = i; j < last; ++j) d2[j] = squared_distance(points.row(j), centres.row(labels[j]), dim);
       return;
     }
     const float *x0 = points.row(i), *x1 = points.row(i + 1), *x2 = points.row(i + 2), *x3 = points.row(i + 3);
@@ -132,7 +195,7 @@ std::vector<double> assigned_distances(const Points& points, const std::vector<i
     }
     d2[i] = s0, d2[i + 1] = s1, d2[i + 2] = s2, d2[i + 3] = s3;
   });
-  return d2;
+  return split.gathered(own, share_sizes(shares));
 }
 
 double ordered_sum(const std::vector<double>& values) {
@@ -195,8 +258,9 @@ Centres kmeans_plus_plus(const Points& points, Centres initial, int64_t k, int64
 // header). `movable[i]` says whether point i may be moved; `distance` is each point's squared
 // distance to its centre in `previous`. Points are summed per cluster in index order. A cluster
 // that no point can join keeps its previous centre.
+// Split, each rank sums its share of the dimensions (over every point, in index order).
 Centres update_centres(const Points& points, std::vector<int64_t>& labels, const std::vector<double>& distance,
-                       const std::vector<char>& movable, const Centres& previous) {
+                       const std::vector<char>& movable, const Centres& previous, const Split& split) {
   const int64_t k = previous.k;
   const int64_t n = points.size(), dim = points.dim();
   std::vector<int64_t> count(static_cast<size_t>(k), 0);
@@ -222,23 +286,33 @@ Centres update_centres(const Points& points, std::vector<int64_t>& labels, const
   // One pass over the points in index order adds each to its cluster's sum, so every sum takes
   // its members in index order. Threads split the dimensions, not the points: the order holds
   // for any thread count, and the points are read in the order they are stored.
-  Centres centres{k, dim, std::vector<double>(static_cast<size_t>(k * dim), 0.0)};
+  // This rank's dimensions [own_first, own_last) of every centre: [k, own_last − own_first].
+  const std::vector<std::pair<int64_t, int64_t>> dims = split.shares(dim);
+  const auto [own_first, own_last] = split.own(dims);
+  const int64_t width = own_last - own_first;
+  std::vector<double> own(static_cast<size_t>(k * width), 0.0);
   constexpr int64_t dims_per_task = 32;
-  parallel_rows((dim + dims_per_task - 1) / dims_per_task, n * dims_per_task, [&](int64_t task) {
-    const int64_t first = task * dims_per_task, last = std::min(dim, first + dims_per_task);
+  parallel_rows((width + dims_per_task - 1) / dims_per_task, n * dims_per_task, [&](int64_t task) {
+    const int64_t first = task * dims_per_task, last = std::min(width, first + dims_per_task);
     for (int64_t i = 0; i < n; ++i) {
-      double* sum = centres.row(labels[i]);
-      const float* x = points.row(i);
+      double* sum = own.data() + labels[i] * width;
+      const float* x = points.row(i) + own_first;
       for (int64_t d = first; d < last; ++d) sum[d] += x[d];
     }
   });
   for (int64_t c = 0; c < k; ++c) {
-    double* centre = centres.row(c);
+    double* centre = own.data() + c * width;
     if (count[c] == 0)
-      std::copy(previous.row(c), previous.row(c) + dim, centre);
+      std::copy(previous.row(c) + own_first, previous.row(c) + own_last, centre);
     else
-      for (int64_t d = 0; d < dim; ++d) centre[d] /= static_cast<double>(count[c]);
+      for (int64_t d = 0; d < width; ++d) centre[d] /= static_cast<double>(count[c]);
   }
+  // Every rank's dimensions, put back in rows.
+  const std::vector<double> all = split.gathered(own, share_sizes(dims, k));
+  Centres centres{k, dim, std::vector<double>(static_cast<size_t>(k * dim))};
+  const double* from = all.data();
+  for (const auto& [first, last] : dims)
+    for (int64_t c = 0; c < k; ++c, from += last - first) std::copy(from, from + (last - first), centres.row(c) + first);
   return centres;
 }
 
@@ -280,16 +354,16 @@ struct Run {
 };
 
 // sklearn's _kmeans_single_lloyd.
-Run lloyd(const Points& points, Centres centres, int64_t max_iters, double tolerance) {
+Run lloyd(const Points& points, Centres centres, int64_t max_iters, double tolerance, const Split& split) {
   const std::vector<char> movable(static_cast<size_t>(points.size()), 1);
   std::vector<int64_t> labels, previous_labels;
   bool strict_convergence = false;
   int64_t iteration = 0;
   while (iteration < max_iters) {
     ++iteration;
-    labels = points.nearest(centres);
-    const std::vector<double> distance = assigned_distances(points, labels, centres);
-    Centres updated = update_centres(points, labels, distance, movable, centres);
+    labels = points.nearest(centres, split);
+    const std::vector<double> distance = assigned_distances(points, labels, centres, split);
+    Centres updated = update_centres(points, labels, distance, movable, centres, split);
     const double shift = total_shift_squared(updated, centres);
     centres = std::move(updated);
     if (labels == previous_labels) {
@@ -300,8 +374,8 @@ Run lloyd(const Points& points, Centres centres, int64_t max_iters, double toler
     previous_labels = labels;
   }
   // A last assignment so that the labels match the final centres.
-  if (!strict_convergence) labels = points.nearest(centres);
-  const double inertia = ordered_sum(assigned_distances(points, labels, centres));
+  if (!strict_convergence) labels = points.nearest(centres, split);
+  const double inertia = ordered_sum(assigned_distances(points, labels, centres, split));
   return {std::move(labels), std::move(centres), inertia, iteration};
 }
 
@@ -340,8 +414,13 @@ Centres warm_start(const Centres& class_means, const Tensor& initial) {
 struct RestartShare {
   int64_t first = 0, step = 1;
 };
+// Restarts fewer than the ranks (a warm start's one) are each split over the ranks; more are
+// shared out whole.
+bool splits_restarts(const KMeansOptions& options) {
+  return options.world && options.world->size() > 1 && options.restarts < options.world->size();
+}
 RestartShare restart_share(const KMeansOptions& options) {
-  if (!options.world || options.world->size() == 1) return {};
+  if (!options.world || options.world->size() == 1 || splits_restarts(options)) return {};
   return {options.world->rank(), options.world->size()};
 }
 
@@ -390,7 +469,7 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options) {
   check_features("kmeans", features);
   check_options("kmeans", options);
   check(features.size(0) >= options.k, "kmeans: ", features.str(), " has fewer points than k = ", options.k);
-  const Points points(features);
+  const Points points(features, options.rows_per_product);
   const double tolerance = sklearn_tolerance(points, options.tol);
   const int64_t trials = 2 + static_cast<int64_t>(std::log(static_cast<double>(options.k)));
   Run best;
@@ -399,7 +478,8 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options) {
   for (int64_t r = share.first; r < options.restarts; r += share.step) {
     RandomStream rng(options.seed, stream_id("kmeans", {r}));
     Centres start = kmeans_plus_plus(points, Centres{0, points.dim(), {}}, options.k, trials, rng);
-    Run run = lloyd(points, std::move(start), options.max_iters, tolerance);
+    Run run = lloyd(points, std::move(start), options.max_iters, tolerance,
+                    Split(splits_restarts(options) ? options.world : nullptr));
     if (run.inertia < best.inertia) {
       best = std::move(run);
       best_restart = r;
@@ -437,14 +517,14 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
   check(num_unlabelled > 0 || num_classes == options.k, op, ": k = ", options.k, " exceeds the ", num_classes,
         " labelled classes but no row is unlabelled");
 
-  const Points all(features);
+  const Points all(features, options.rows_per_product);
   const int64_t dim = all.dim();
   // The unlabelled rows on their own (GCD's u_feats): k-means++ and the nearest-centre search run on them.
   const Tensor unlabelled_features =
       num_unlabelled == 0 ? Tensor()
                           : index_select(features, from_vector(unlabelled_rows, {num_unlabelled}, features.device()));
   const std::unique_ptr<Points> unlabelled =
-      num_unlabelled == 0 ? nullptr : std::make_unique<Points>(unlabelled_features);
+      num_unlabelled == 0 ? nullptr : std::make_unique<Points>(unlabelled_features, options.rows_per_product);
 
   // Labelled class means: centres 0..C−1.
   Centres class_means{num_classes, dim, std::vector<double>(static_cast<size_t>(num_classes * dim), 0.0)};
@@ -464,6 +544,7 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
   Run best;
   int64_t best_restart = -1;
   const RestartShare share = restart_share(options);
+  const Split split(splits_restarts(options) ? options.world : nullptr);
   for (int64_t r = share.first; r < options.restarts; r += share.step) {
     RandomStream rng(options.seed, stream_id("semi_supervised_kmeans", {r}));
     Centres centres = warm                          ? warm_start(class_means, initial_centres)
@@ -474,17 +555,17 @@ KMeansResult semi_supervised_kmeans(const Tensor& features, const std::vector<in
     for (int64_t iteration = 1; iteration <= options.max_iters; ++iteration) {
       run.iterations = iteration;
       if (unlabelled) {
-        const std::vector<int64_t> nearest = unlabelled->nearest(centres);
+        const std::vector<int64_t> nearest = unlabelled->nearest(centres, split);
         for (int64_t u = 0; u < num_unlabelled; ++u) labels[unlabelled_rows[u]] = nearest[u];
       }
-      const std::vector<double> distance = assigned_distances(all, labels, centres);
+      const std::vector<double> distance = assigned_distances(all, labels, centres, split);
       const double inertia = ordered_sum(distance);
       const bool improved = inertia < run.inertia;
       if (improved) {
         run.inertia = inertia;
         run.labels = labels;
       }
-      Centres updated = update_centres(all, labels, distance, movable, centres);
+      Centres updated = update_centres(all, labels, distance, movable, centres, split);
       const double shift = total_shift(updated, centres);
       centres = std::move(updated);
       if (improved) run.centres = centres;

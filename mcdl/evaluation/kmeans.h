@@ -30,11 +30,20 @@ struct KMeansOptions {
   // when no label changes). semi_supervised_kmeans: GCD's rule, (Σ_k ‖Δc_k‖)² < tol.
   double tol = 1e-4;
   uint64_t seed = 0;
-  // The processes that share the restarts (null, or one: this process runs them all). Rank q runs
-  // restarts q, q + N, ...; the kept restart is then agreed on (the lowest inertia, the first
-  // restart on a tie) and sent by the rank that ran it, so every rank holds the result one process
-  // computes, bit for bit. Every rank must make the same call.
+  // The processes that share the work (null, or one: this process does it all); every rank must
+  // make the same call, and every rank gets the result one process computes, bit for bit.
+  // - At least as many restarts as ranks: rank q runs restarts q, q + N, ...; the kept restart is
+  //   then agreed on (the lowest inertia, the first restart on a tie) and sent by the rank that
+  //   ran it.
+  // - Fewer (a warm start's one): each restart is split. A rank computes the nearest centres of
+  //   its share of the distance products, the distances of its share of the points and the
+  //   centres' sums over its share of the dimensions (each sum over all points, in index order),
+  //   and the ranks exchange them after each step.
   Collective* world = nullptr;
+  // The rows of each distance product x·cᵀ (0: enough for about 4 M products per call). Results
+  // with other values may differ in the last bits; with the same value they do not depend on
+  // `world`.
+  int64_t rows_per_product = 0;
 };
 
 struct KMeansResult {

@@ -255,3 +255,53 @@ TEST_CASE("kmeans and semi_supervised_kmeans: restarts shared by 2 and 3 ranks g
     }
   }
 }
+
+TEST_CASE("kmeans and semi_supervised_kmeans: a restart split over 2 to 9 ranks gives one process's result on every rank") {
+  // 120 points of 8 dimensions; k below the number of blobs, so the iterations move points.
+  const Blobs data = separated_blobs(6, 20, 8, 5);
+  const auto [labelled, classes] = first_of_blobs(data, 2, 10);
+  // Three locations and k = 4: two centres start on one location, and the empty cluster takes a
+  // far point.
+  const Tensor few = from_vector<float>({0, 0, 0, 0, 5, 5, 5, 5, 9, 9}, {5, 2});
+  for (const int64_t rows_per_product : {int64_t{0}, int64_t{16}, int64_t{7}}) {  // 1, 8 and 18 products
+    CAPTURE(rows_per_product);
+    const KMeansOptions options{
+        .k = 4, .restarts = 1, .max_iters = 50, .tol = 1e-4, .seed = 3, .rows_per_product = rows_per_product};
+    const KMeansResult plain = kmeans(data.features, options);
+    const KMeansResult semi = semi_supervised_kmeans(data.features, labelled, classes, options);
+    // A warm start (GCD + MCDL's refit each epoch) from the centres of another seed.
+    KMeansOptions other = options;
+    other.seed = 11;
+    const Tensor start = kmeans(data.features, other).centres;
+    const KMeansResult warm = semi_supervised_kmeans(data.features, labelled, classes, options, start);
+    const KMeansResult relocated = kmeans(few, {.k = 4, .restarts = 1, .max_iters = 20, .tol = 1e-4, .seed = 1,
+                                                .rows_per_product = rows_per_product});
+    REQUIRE(plain.iterations > 1);
+    REQUIRE(warm.iterations > 1);
+    for (const int ranks : {2, 3, 5, 9}) {  // 9: more ranks than dimensions and than products
+      CAPTURE(ranks);
+      const auto n = static_cast<size_t>(ranks);
+      std::vector<KMeansResult> plains(n), semis(n), warms(n), relocateds(n);
+      testing::ThreadWorld(ranks).run([&](Collective& world) {
+        KMeansOptions split = options;
+        split.world = &world;
+        const auto r = static_cast<size_t>(world.rank());
+        plains[r] = kmeans(data.features, split);
+        semis[r] = semi_supervised_kmeans(data.features, labelled, classes, split);
+        warms[r] = semi_supervised_kmeans(data.features, labelled, classes, split, start);
+        relocateds[r] = kmeans(few, {.k = 4, .restarts = 1, .max_iters = 20, .tol = 1e-4, .seed = 1, .world = &world,
+                                     .rows_per_product = rows_per_product});
+      });
+      for (size_t q = 0; q < n; ++q) {
+        CAPTURE(q);
+        for (const auto& [one, split] : {std::pair{&plain, &plains[q]}, std::pair{&semi, &semis[q]},
+                                         std::pair{&warm, &warms[q]}, std::pair{&relocated, &relocateds[q]}}) {
+          CHECK(split->assignment == one->assignment);
+          CHECK(split->inertia == one->inertia);
+          CHECK(split->iterations == one->iterations);
+          CHECK(split->centres.to_vector<float>() == one->centres.to_vector<float>());
+        }
+      }
+    }
+  }
+}
