@@ -176,12 +176,12 @@ std::vector<double> assigned_distances(const Points& points, const std::vector<i
   const int64_t dim = points.dim();
   const std::vector<std::pair<int64_t, int64_t>> shares = split.shares(points.size());
   const auto [first, last] = split.own(shares);
-  std::vector<double> own(static_cast<size_t>(last - first));
-  double* d2 = own.data() - first;  // indexed by point
+  std::vector<double> own(static_cast<size_t>(last - first));  // own[j] of point first + j
   parallel_rows((last - first + 3) / 4, 4 * dim, [&](int64_t group) {
     const int64_t i = first + 4 * group;
+    double* d2 = own.data() + 4 * group;
     if (i + 4 > last) {
-      for (int64_t j = i; j < last; ++j) d2[j] = squared_distance(points.row(j), centres.row(labels[j]), dim);
+      for (int64_t j = i; j < last; ++j) d2[j - i] = squared_distance(points.row(j), centres.row(labels[j]), dim);
       return;
     }
     const float *x0 = points.row(i), *x1 = points.row(i + 1), *x2 = points.row(i + 2), *x3 = points.row(i + 3);
@@ -193,7 +193,7 @@ std::vector<double> assigned_distances(const Points& points, const std::vector<i
       const double e2 = static_cast<double>(x2[d]) - c2[d], e3 = static_cast<double>(x3[d]) - c3[d];
       s0 += e0 * e0, s1 += e1 * e1, s2 += e2 * e2, s3 += e3 * e3;
     }
-    d2[i] = s0, d2[i + 1] = s1, d2[i + 2] = s2, d2[i + 3] = s3;
+    d2[0] = s0, d2[1] = s1, d2[2] = s2, d2[3] = s3;
   });
   return split.gathered(own, share_sizes(shares));
 }
