@@ -62,7 +62,7 @@
   X(log_softmax_backward) X(l2_normalize_forward) X(l2_normalize_backward) X(weight_norm_forward)          \
   X(weight_norm_backward)                                                                                  \
   /* reduce.h */                                                                                           \
-  X(sum_axis) X(sum_axis_backward) X(max_axis) X(max_axis_backward)                                        \
+  X(sum_axis) X(sum_axis_backward) X(max_axis) X(max_axis_backward) X(nearest_from_products)               \
   /* shape.h */                                                                                            \
   X(permute) X(copy_axis_block) X(slice_backward)                                                          \
   /* optim.h, random.h */                                                                                  \

@@ -140,4 +140,23 @@ Tensor argmax(const Tensor& a, int64_t axis, bool keepdim) {
   return index;
 }
 
+Tensor nearest_from_products(const Tensor& products, const Tensor& point_norms, const Tensor& centre_norms) {
+  check(products.defined() && point_norms.defined() && centre_norms.defined() && products.dim() == 2 &&
+            products.dtype() == DType::f32 && point_norms.dtype() == DType::f64 &&
+            centre_norms.dtype() == DType::f64 && point_norms.shape() == Shape{products.size(0)} &&
+            centre_norms.shape() == Shape{products.size(1)} && products.size(1) >= 1,
+        "nearest_from_products: expected f32 products [n, m >= 1] with f64 norms [n] and [m], got ", products, ", ",
+        point_norms, " and ", centre_norms);
+  check(point_norms.device() == products.device() && centre_norms.device() == products.device(),
+        "nearest_from_products: the products and norms must be on one device, got ", products, ", ", point_norms,
+        " and ", centre_norms);
+  const int64_t n = products.size(0), m = products.size(1);
+  Tensor nearest = empty({n}, DType::i64, products.device());
+  on_device(products.device(), [&](auto k) {
+    k.nearest_from_products(products.ptr<float>(), point_norms.ptr<double>(), centre_norms.ptr<double>(), n, m,
+                            nearest.ptr<int64_t>());
+  });
+  return nearest;
+}
+
 }  // namespace mcdl

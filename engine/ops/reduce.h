@@ -23,4 +23,10 @@ Tensor max(const Tensor& a, int64_t axis, bool keepdim = false);
 // (PyTorch's argmax). Not differentiable.
 Tensor argmax(const Tensor& a, int64_t axis, bool keepdim = false);
 
+// k-means' assignment step: from the products x·cᵀ of n points and m centres (f32 [n, m]) and
+// their squared norms (f64 [n] and [m]), all on one device, the i64 [n] index of each point's
+// nearest centre: the first c minimising max(0, ‖x‖² − 2·x·c + ‖c‖²), computed in double in
+// that order, the same bits on either device. Not differentiable.
+Tensor nearest_from_products(const Tensor& products, const Tensor& point_norms, const Tensor& centre_norms);
+
 }  // namespace mcdl

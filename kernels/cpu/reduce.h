@@ -101,4 +101,21 @@ void max_axis_backward(const T* g, const int64_t* index, T* dx, int64_t outer, i
   parallel_for(outer * inner, [&](int64_t j) { dx[((j / inner) * len + index[j]) * inner + j % inner] += g[j]; });
 }
 
+// k-means' assignment step from the products p = x·cᵀ (f32 [n, m]) and the squared norms
+// ‖x_i‖² (f64 [n]) and ‖c_c‖² (f64 [m]): nearest[i] = the first c minimising the squared
+// distance max(0, ‖x_i‖² − 2·p[i, c] + ‖c_c‖²), computed in double in that order.
+inline void nearest_from_products(const float* products, const double* point_norms, const double* centre_norms,
+                                  int64_t n, int64_t m, int64_t* nearest) {
+  parallel_rows(n, m, [&](int64_t i) {
+    const float* p = products + i * m;
+    int64_t best = 0;
+    double best_distance = 0.0;
+    for (int64_t c = 0; c < m; ++c) {
+      const double distance = std::max(0.0, point_norms[i] - 2.0 * p[c] + centre_norms[c]);
+      if (c == 0 || distance < best_distance) best = c, best_distance = distance;
+    }
+    nearest[i] = best;
+  });
+}
+
 }  // namespace mcdl::cpu

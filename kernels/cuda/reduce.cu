@@ -344,7 +344,40 @@ __global__ void max_axis_backward_kernel(const T* g, const int64_t* index, T* dx
   }
 }
 
+// One warp per point (warps of the grid striding over the points).
+__global__ void nearest_from_products_kernel(const float* products, const double* point_norms,
+                                             const double* centre_norms, int64_t n, int64_t m, int64_t* nearest) {
+  const unsigned lane = threadIdx.x % warp_width;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / warp_width);
+  for (int64_t i = grid_index() / warp_width; i < n; i += warps) {
+    const float* p = products + i * m;
+    int64_t best = -1;
+    double best_distance = 0.0;
+    for (int64_t c = lane; c < m; c += warp_width) {
+      // The CPU's order, each step rounded (2·p is exact), and its clamp: a NaN becomes 0.
+      const double d = __dadd_rn(__dsub_rn(point_norms[i], 2.0 * static_cast<double>(p[c])), centre_norms[c]);
+      const double distance = 0.0 < d ? d : 0.0;
+      if (best < 0 || distance < best_distance) best = c, best_distance = distance;
+    }
+    for (unsigned offset = warp_width / 2; offset > 0; offset /= 2) {
+      const int64_t other = __shfl_down_sync(0xffffffffu, best, offset);
+      const double other_distance = __shfl_down_sync(0xffffffffu, best_distance, offset);
+      if (other >= 0 && (best < 0 || other_distance < best_distance || (other_distance == best_distance && other < best)))
+        best = other, best_distance = other_distance;
+    }
+    if (lane == 0) nearest[i] = best;
+  }
+}
+
 }  // namespace
+
+void nearest_from_products(const float* products, const double* point_norms, const double* centre_norms, int64_t n,
+                           int64_t m, int64_t* nearest) {
+  if (n == 0) return;
+  const unsigned block = elementwise_block();
+  launch(nearest_from_products_kernel, dim3(std::max(1u, std::min(blocks_for(n, block / warp_width), 4096u))),
+         dim3(block), 0, engine_stream(), products, point_norms, centre_norms, n, m, nearest);
+}
 
 int64_t reduce_scratch_words(int64_t outer, int64_t len, int64_t inner) {
   // The most any packing sum_axis or max_axis may choose for this shape needs.

@@ -28,4 +28,9 @@ template <class T>
 void max_axis_backward(const T* g, const int64_t* index, T* dx, int64_t outer, int64_t len, int64_t inner,
                        bool overwrite);
 
+// As cpu::nearest_from_products, with the same bits: one warp per point, each lane the first
+// minimum of its centres, then the lowest index of the warp's minima.
+void nearest_from_products(const float* products, const double* point_norms, const double* centre_norms, int64_t n,
+                           int64_t m, int64_t* nearest);
+
 }  // namespace mcdl::cuda

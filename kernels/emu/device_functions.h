@@ -155,6 +155,7 @@ inline float __fmul_rn(float x, float y) { return x * y; }
 inline float __fdiv_rn(float x, float y) { return x / y; }
 inline float __fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
 inline double __dadd_rn(double x, double y) { return x + y; }
+inline double __dsub_rn(double x, double y) { return x - y; }
 inline double __dmul_rn(double x, double y) { return x * y; }
 inline double __fma_rn(double x, double y, double z) { return fma(x, y, z); }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : x > 0.0f ? x : 0.0f; }  // NaN gives 0

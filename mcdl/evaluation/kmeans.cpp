@@ -10,6 +10,7 @@
 #include "engine/autograd.h"
 #include "engine/ops/indexing.h"
 #include "engine/ops/linalg.h"
+#include "engine/ops/reduce.h"
 #include "engine/ops/shape.h"
 #include "engine/parallel.h"
 #include "engine/random.h"
@@ -86,6 +87,7 @@ class Points {
       for (int64_t d = 0; d < dim_; ++d) s += static_cast<double>(x[i * dim_ + d]) * x[i * dim_ + d];
       norms_[i] = s;
     });
+    norms_dev_ = from_vector(norms_, {n_}, device_);
   }
 
   int64_t size() const { return n_; }
@@ -101,57 +103,68 @@ class Points {
     return std::max<int64_t>(256, (int64_t{1} << 22) / std::max<int64_t>(m, 1));
   }
 
-  // For points [begin, end) (whole blocks of block_rows, or up to the end), the squared distances
-  // to the m rows of `centres` (row-major [end − begin, m]), by ‖x‖² − 2·x·c + ‖c‖² with x·cᵀ
-  // from matmul on the points' device, clamped at 0.
-  void squared_distances(const Centres& centres, std::vector<double>& out, int64_t begin = 0,
-                         int64_t end = -1) const {
-    if (end < 0) end = n_;
+  // For every point, the squared distances to the m rows of `centres` (row-major [n, m]),
+  // by ‖x‖² − 2·x·c + ‖c‖² with x·cᵀ from matmul on the points' device, clamped at 0.
+  void squared_distances(const Centres& centres, std::vector<double>& out) const {
     const int64_t m = centres.k;
     std::vector<float> transposed(static_cast<size_t>(dim_ * m));
     std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
-    for (int64_t c = 0; c < m; ++c)
-      for (int64_t d = 0; d < dim_; ++d) {
-        const float v = static_cast<float>(centres.row(c)[d]);
-        transposed[d * m + c] = v;
-        c_norms[c] += static_cast<double>(v) * v;
-      }
+    transpose_centres(centres, transposed, c_norms);
     const Tensor ct = from_vector(transposed, {dim_, m}, device_);
-    out.resize(static_cast<size_t>((end - begin) * m));
+    out.resize(static_cast<size_t>(n_ * m));
     const int64_t block = block_rows(m);
     NoGradGuard no_grad;
-    for (int64_t start = begin; start < end; start += block) {
-      const int64_t stop = std::min(end, start + block);
-      const Tensor products = matmul(slice(dev_, 0, start, stop), ct).to(Device::cpu());
+    for (int64_t start = 0; start < n_; start += block) {
+      const int64_t end = std::min(n_, start + block);
+      const Tensor products = matmul(slice(dev_, 0, start, end), ct).to(Device::cpu());
       const float* p = products.data<float>();
-      parallel_rows(stop - start, m, [&](int64_t r) {
+      parallel_rows(end - start, m, [&](int64_t r) {
         const int64_t i = start + r;
         for (int64_t c = 0; c < m; ++c)
-          out[(i - begin) * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
+          out[i * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
       });
     }
   }
 
-  // The nearest centre of each point (the lowest index on a tie). Split, each rank computes those
-  // of its share of the distance products' blocks.
+  // The nearest centre of each point (the lowest index on a tie): the distances of
+  // squared_distances, compared where the products are (nearest_from_products), so only the
+  // indices leave a GPU. Split, each rank computes those of its share of the products' blocks.
   std::vector<int64_t> nearest(const Centres& centres, const Split& split = Split()) const {
     const int64_t m = centres.k, block = block_rows(m);
     std::vector<std::pair<int64_t, int64_t>> rows = split.shares((n_ + block - 1) / block);  // in blocks
     for (auto& [begin, end] : rows) begin = std::min(n_, begin * block), end = std::min(n_, end * block);
     const auto [first, last] = split.own(rows);
-    std::vector<double> d2;
-    squared_distances(centres, d2, first, last);
+    std::vector<float> transposed(static_cast<size_t>(dim_ * m));
+    std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
+    transpose_centres(centres, transposed, c_norms);
+    const Tensor ct = from_vector(transposed, {dim_, m}, device_), cn = from_vector(c_norms, {m}, device_);
     std::vector<int64_t> labels(static_cast<size_t>(last - first));
-    parallel_rows(last - first, m, [&](int64_t i) {
-      const double* row = d2.data() + i * m;
-      labels[i] = std::min_element(row, row + m) - row;
-    });
+    NoGradGuard no_grad;
+    for (int64_t start = first; start < last; start += block) {
+      const int64_t stop = std::min(last, start + block);
+      const Tensor nearest = nearest_from_products(matmul(slice(dev_, 0, start, stop), ct),
+                                                   slice(norms_dev_, 0, start, stop), cn);
+      const std::vector<int64_t> block_labels = nearest.to_vector<int64_t>();
+      std::copy(block_labels.begin(), block_labels.end(), labels.begin() + (start - first));
+    }
     return split.gathered(labels, share_sizes(rows));
   }
 
  private:
+  // The centres as f32 [dim, m] (what the products take) and their squared norms in double.
+  void transpose_centres(const Centres& centres, std::vector<float>& transposed, std::vector<double>& norms) const {
+    const int64_t m = centres.k;
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t d = 0; d < dim_; ++d) {
+        const float v = static_cast<float>(centres.row(c)[d]);
+        transposed[d * m + c] = v;
+        norms[c] += static_cast<double>(v) * v;
+      }
+  }
+
   Device device_;
   Tensor dev_, host_;
+  Tensor norms_dev_;  // norms_ on the points' device
   const float* host_data_ = nullptr;  // host_'s values (data<T>() checks on every call)
   int64_t n_ = 0, dim_ = 0;
   int64_t rows_per_product_;

@@ -114,6 +114,42 @@ TEST_CASE("cuda reduce: argmax of a long row with far-apart ties and NaNs") {
                               [axis](const auto& in) { return argmax(in[0], axis); }, {matrix});
 }
 
+TEST_CASE("cuda reduce: nearest_from_products gives the CPU's indices: ties, clamped distances and NaNs") {
+  const auto nearest = [](const auto& in) { return nearest_from_products(in[0], in[1], in[2]); };
+  // m below, at and above a warp's width, and far above it (k-means' K = 1000).
+  for (const auto& [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {37, 32}, {130, 70}, {9, 1000}}) {
+    CAPTURE(n);
+    CAPTURE(m);
+    // Products and norms in quarter steps: equal distances everywhere. Point norms below 2·p give
+    // negative distances, clamped to 0 (ties at 0 too).
+    const auto quarters = [](const Shape& shape, uint64_t seed, double low, double high, DType dtype) {
+      std::vector<double> values;
+      for (double v : random_tensor(shape, seed, low, high).to_vector<double>()) values.push_back(std::floor(v * 4) / 4);
+      return from_vector(values, shape).to(dtype);
+    };
+    const Tensor products = quarters({n, m}, 31, -1, 1, DType::f32);
+    const Tensor point_norms = quarters({n}, 32, 0, 2, DType::f64), centre_norms = quarters({m}, 33, 0, 2, DType::f64);
+    check_cuda_forward_parity("nearest_from_products [" + std::to_string(n) + ", " + std::to_string(m) + "]", nearest,
+                              {products, point_norms, centre_norms});
+  }
+  // Hand-made rows: point i's distances are norm − 2p + c_norm.
+  //   row 0: distances 3, 1, 1, 2 → 1 (the first of a tie);
+  //   row 1: distances −1 (clamped to 0), 0, NaN (0 too), −2 → 0;
+  //   row 2: a distinct minimum at the last centre → 3.
+  const Tensor products = from_vector<float>({0, 1, 0.5f, 0.5f, 1, 0.5f, std::nanf(""), 1.5f, 0, 0, 0, 2}, {3, 4});
+  const Tensor point_norms = from_vector<double>({3, 1, 5}, {3});
+  const Tensor centre_norms = from_vector<double>({0, 0, -1, 0}, {4});
+  const std::vector<int64_t> expected = {1, 0, 3};
+  CHECK(nearest_from_products(products, point_norms, centre_norms).to_vector<int64_t>() == expected);
+  CHECK(nearest_from_products(products.to(Device::cuda()), point_norms.to(Device::cuda()),
+                              centre_norms.to(Device::cuda()))
+            .to_vector<int64_t>() == expected);
+  CHECK_THROWS_WITH(nearest_from_products(products, centre_norms, centre_norms),
+                    doctest::Contains("expected f32 products [n, m >= 1] with f64 norms [n] and [m]"));
+  CHECK_THROWS_WITH(nearest_from_products(products, point_norms.to(Device::cuda()), centre_norms),
+                    doctest::Contains("must be on one device"));
+}
+
 // Sums read 16-byte packs: of outputs when the reduced axis is strided (inner % 4 == 0), of
 // positions when it is contiguous (then a length that is no multiple of 4 leaves a tail, and a
 // long one is split into chunks that start at multiples of 4). A view one element into its
