@@ -18,6 +18,7 @@
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/block.h"
+#include "mcdl/evaluation/kmeans.h"
 
 using namespace mcdl;
 
@@ -246,6 +247,26 @@ int main(int argc, char** argv) {
                 "attention: %.2fx it\n",
                 "fused ideal", "bf16", ideal_ms, product_flops / (product_ms * 1e9), block_ms / ideal_ms);
     report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
+  }
+  {
+    // k-means' assignment at ImageNet-1K's K = 1000: one block of products compared on the device,
+    // against copying that block to the host (what the step did before), and a warm refit.
+    const int64_t rows = 4096, k = 1000, points = 131072;
+    const Tensor products = random_on_device({rows, k}, 20);
+    const Tensor point_norms = random_on_device({rows}, 21, 1, 2).to(DType::f64);
+    const Tensor centre_norms = random_on_device({k}, 22, 1, 2).to(DType::f64);
+    const double nearest_ms = time_ms([&] { Tensor z = nearest_from_products(products, point_norms, centre_norms); });
+    const double copy_ms = time_ms([&] { Tensor z = products.to(Device::cpu()); });
+    std::printf("\n%-28s %-18s %9.3f ms on the device; its products' copy to the host (the step before): %.3f ms\n",
+                "k-means nearest centre", "[4096, 1000]", nearest_ms, copy_ms);
+    const Tensor features = random_on_device({points, width}, 23);
+    const Tensor start = slice(features, 0, 0, k).clone();
+    const KMeansOptions options{.k = k, .restarts = 1, .max_iters = 5, .tol = 0.0, .seed = 0};
+    int64_t iterations = 0;
+    const double fit_ms = time_ms(
+        [&] { iterations = semi_supervised_kmeans(features, {}, {}, options, start).iterations; }, 1);
+    std::printf("%-28s %-18s %9.3f ms an iteration (%lld iterations, fp32 products)\n", "k-means warm refit",
+                "[131072, 768] K=1000", fit_ms / static_cast<double>(iterations), static_cast<long long>(iterations));
   }
   return 0;
 }
