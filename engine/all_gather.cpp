@@ -81,20 +81,4 @@ void gather_blocks(Collective& world, const Tensor& local, const std::vector<std
   }
 }
 
-std::vector<int64_t> all_gather_values(Collective& world, const std::vector<int64_t>& local,
-                                       const std::vector<int64_t>& count_per_rank) {
-  check(count_per_rank.size() == static_cast<size_t>(world.size()) &&
-            count_per_rank[static_cast<size_t>(world.rank())] == static_cast<int64_t>(local.size()),
-        "all_gather_values: rank ", world.rank(), " has ", local.size(), " values, but the counts say otherwise");
-  int64_t total = 0;
-  std::vector<size_t> counts;
-  for (int64_t n : count_per_rank) {
-    total += n;
-    counts.push_back(static_cast<size_t>(n) * sizeof(int64_t));
-  }
-  std::vector<int64_t> all(static_cast<size_t>(total));
-  world.all_gather(local.data(), local.size() * sizeof(int64_t), all.data(), counts);
-  return all;
-}
-
 }  // namespace mcdl

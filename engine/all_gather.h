@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/collective.h"
+#include "engine/error.h"
 #include "engine/tensor.h"
 
 namespace mcdl {
@@ -34,7 +35,22 @@ struct RowBlocks {
 void gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
                    int root, const std::function<void(const void* data, size_t bytes)>& receive,
                    size_t piece_bytes = size_t(1) << 28);
-std::vector<int64_t> all_gather_values(Collective& world, const std::vector<int64_t>& local,
-                                       const std::vector<int64_t>& count_per_rank);
+// Every rank's `local` values in rank order (count_per_rank[r] of them from rank r), on every rank.
+template <class T>
+std::vector<T> all_gather_values(Collective& world, const std::vector<T>& local,
+                                 const std::vector<int64_t>& count_per_rank) {
+  check(count_per_rank.size() == static_cast<size_t>(world.size()) &&
+            count_per_rank[static_cast<size_t>(world.rank())] == static_cast<int64_t>(local.size()),
+        "all_gather_values: rank ", world.rank(), " has ", local.size(), " values, but the counts say otherwise");
+  int64_t total = 0;
+  std::vector<size_t> counts;
+  for (int64_t n : count_per_rank) {
+    total += n;
+    counts.push_back(static_cast<size_t>(n) * sizeof(T));
+  }
+  std::vector<T> all(static_cast<size_t>(total));
+  world.all_gather(local.data(), local.size() * sizeof(T), all.data(), counts);
+  return all;
+}
 
 }  // namespace mcdl

@@ -35,19 +35,10 @@ class Split {
   std::pair<int64_t, int64_t> own(const std::vector<std::pair<int64_t, int64_t>>& shares) const {
     return shares[split() ? static_cast<size_t>(world_->rank()) : 0];
   }
-  // Every rank's `own` values (count[r] from rank r, this rank's own.size()) in rank order.
+  // Every rank's `own` values (count[r] from rank r) in rank order.
   template <class T>
   std::vector<T> gathered(const std::vector<T>& own, const std::vector<int64_t>& count) const {
-    if (!split()) return own;
-    std::vector<size_t> bytes;
-    int64_t total = 0;
-    for (int64_t c : count) {
-      bytes.push_back(static_cast<size_t>(c) * sizeof(T));
-      total += c;
-    }
-    std::vector<T> all(static_cast<size_t>(total));
-    world_->all_gather(own.data(), own.size() * sizeof(T), all.data(), bytes);
-    return all;
+    return split() ? all_gather_values(*world_, own, count) : own;
   }
 
  private:
@@ -138,15 +129,17 @@ class Points {
     std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
     transpose_centres(centres, transposed, c_norms);
     const Tensor ct = from_vector(transposed, {dim_, m}, device_), cn = from_vector(c_norms, {m}, device_);
-    std::vector<int64_t> labels(static_cast<size_t>(last - first));
+    // The blocks' indices stay where they are made and are read once, so a GPU never waits for
+    // the host between blocks.
+    std::vector<Tensor> blocks;
     NoGradGuard no_grad;
     for (int64_t start = first; start < last; start += block) {
       const int64_t stop = std::min(last, start + block);
-      const Tensor nearest = nearest_from_products(matmul(slice(dev_, 0, start, stop), ct),
-                                                   slice(norms_dev_, 0, start, stop), cn);
-      const std::vector<int64_t> block_labels = nearest.to_vector<int64_t>();
-      std::copy(block_labels.begin(), block_labels.end(), labels.begin() + (start - first));
+      blocks.push_back(nearest_from_products(matmul(slice(dev_, 0, start, stop), ct),
+                                             slice(norms_dev_, 0, start, stop), cn));
     }
+    const std::vector<int64_t> labels =
+        blocks.empty() ? std::vector<int64_t>() : concat(blocks, 0).to_vector<int64_t>();
     return split.gathered(labels, share_sizes(rows));
   }
 
@@ -325,7 +318,8 @@ Centres update_centres(const Points& points, std::vector<int64_t>& labels, const
   Centres centres{k, dim, std::vector<double>(static_cast<size_t>(k * dim))};
   const double* from = all.data();
   for (const auto& [first, last] : dims)
-    for (int64_t c = 0; c < k; ++c, from += last - first) std::copy(from, from + (last - first), centres.row(c) + first);
+    for (int64_t c = 0; c < k; ++c, from += last - first)
+      std::copy(from, from + (last - first), centres.row(c) + first);
   return centres;
 }
 
@@ -488,11 +482,11 @@ KMeansResult kmeans(const Tensor& features, const KMeansOptions& options) {
   Run best;
   int64_t best_restart = -1;
   const RestartShare share = restart_share(options);
+  const Split split(splits_restarts(options) ? options.world : nullptr);
   for (int64_t r = share.first; r < options.restarts; r += share.step) {
     RandomStream rng(options.seed, stream_id("kmeans", {r}));
     Centres start = kmeans_plus_plus(points, Centres{0, points.dim(), {}}, options.k, trials, rng);
-    Run run = lloyd(points, std::move(start), options.max_iters, tolerance,
-                    Split(splits_restarts(options) ? options.world : nullptr));
+    Run run = lloyd(points, std::move(start), options.max_iters, tolerance, split);
     if (run.inertia < best.inertia) {
       best = std::move(run);
       best_restart = r;
