@@ -354,7 +354,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     check(name != "__metadata__", "save_safetensors: ", path, ": \"__metadata__\" is reserved, not a tensor name");
     const DType dtype = item.pieces ? item.pieces->dtype : item.host.dtype();
     const Shape& shape = item.pieces ? item.pieces->shape : item.host.shape();
-    header[name] = {{"dtype", file_dtype_name(path, dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + item.bytes}}};
+    header[name] = {
+        {"dtype", file_dtype_name(path, dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + item.bytes}}};
     offset += item.bytes;
   }
   std::string text;
@@ -377,13 +378,13 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     }
     uint64_t written = 0;
     item.pieces->produce([&, &name = name, &item = item](const void* data, size_t bytes) {
-      check(written + bytes <= item.bytes, "save_safetensors: ", path, ": tensor \"", name, "\" was handed more than its ",
-            item.bytes, " bytes");
+      check(written + bytes <= item.bytes, "save_safetensors: ", path, ": tensor \"", name,
+            "\" was handed more than its ", item.bytes, " bytes");
       file.write(data, bytes);
       written += bytes;
     });
-    check(written == item.bytes, "save_safetensors: ", path, ": tensor \"", name, "\" was handed ", written, " of its ",
-          item.bytes, " bytes");
+    check(written == item.bytes, "save_safetensors: ", path, ": tensor \"", name, "\" was handed ", written,
+          " of its ", item.bytes, " bytes");
   }
   file.commit();
 }

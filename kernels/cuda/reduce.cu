@@ -362,8 +362,9 @@ __global__ void nearest_from_products_kernel(const float* products, const double
     for (unsigned offset = warp_width / 2; offset > 0; offset /= 2) {
       const int64_t other = __shfl_down_sync(0xffffffffu, best, offset);
       const double other_distance = __shfl_down_sync(0xffffffffu, best_distance, offset);
-      if (other >= 0 && (best < 0 || other_distance < best_distance || (other_distance == best_distance && other < best)))
-        best = other, best_distance = other_distance;
+      const bool better =
+          other_distance < best_distance || (other_distance == best_distance && other < best);
+      if (other >= 0 && (best < 0 || better)) best = other, best_distance = other_distance;
     }
     if (lane == 0) nearest[i] = best;
   }

@@ -124,7 +124,8 @@ TEST_CASE("cuda reduce: nearest_from_products gives the CPU's indices: ties, cla
     // negative distances, clamped to 0 (ties at 0 too).
     const auto quarters = [](const Shape& shape, uint64_t seed, double low, double high, DType dtype) {
       std::vector<double> values;
-      for (double v : random_tensor(shape, seed, low, high).to_vector<double>()) values.push_back(std::floor(v * 4) / 4);
+      for (double v : random_tensor(shape, seed, low, high).to_vector<double>())
+        values.push_back(std::floor(v * 4) / 4);
       return from_vector(values, shape).to(dtype);
     };
     const Tensor products = quarters({n, m}, 31, -1, 1, DType::f32);
