@@ -36,6 +36,14 @@ AttentionAlgorithm parse_attention_algorithm(const std::string& text) {
   throw std::invalid_argument("expected fused, unfused, flash or cudnn, got '" + text + "'");
 }
 
+const char* gelu_form_name(GeluForm form) { return form == GeluForm::tanh ? "tanh" : "erf"; }
+
+GeluForm parse_gelu_form(const std::string& text) {
+  for (GeluForm form : {GeluForm::erf, GeluForm::tanh})
+    if (text == gelu_form_name(form)) return form;
+  throw std::invalid_argument("expected erf or tanh, got '" + text + "'");
+}
+
 EngineSettings engine_settings() { return current.load(std::memory_order_relaxed); }
 
 ScopedEngineSettings::ScopedEngineSettings(const EngineSettings& settings) : previous_(engine_settings()) {

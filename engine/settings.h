@@ -1,5 +1,5 @@
-// The engine's process-wide switches in one value: how f32 products and the bf16 attention run,
-// and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
+// The engine's process-wide switches in one value: how f32 products, the bf16 attention and the
+// bf16 MLP's GELU run, and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
 //
 // Threads: there is one current value per process, read through engine_settings() by any thread
 // (OpenMP workers run the ops, data-loader threads allocate storage). It changes only through
@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+
+#include "kernels/gelu_form.h"
 
 namespace mcdl {
 
@@ -36,12 +38,22 @@ enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn };
 const char* attention_algorithm_name(AttentionAlgorithm algorithm);
 AttentionAlgorithm parse_attention_algorithm(const std::string& text);
 
+// The GELU of the frozen blocks' bf16 MLP (bf16_linear_gelu; kernels/gelu_form.h): erf (the
+// default, DINO's exact form) or tanh (the approximation, which a GPU computes inside fc1's
+// product through cuBLASLt's GELU epilogue instead of in a pass of its own; not yet timed, so
+// not the default). The fp32 and TF32 paths and the trained blocks always use erf. The tools
+// take the run's choice from $MCDL_BF16_GELU (tools/common/cli.h).
+// "erf", "tanh"; parse_gelu_form throws std::invalid_argument naming the choices otherwise.
+const char* gelu_form_name(GeluForm form);
+GeluForm parse_gelu_form(const std::string& text);
+
 // One-byte enums: the whole struct fits 8 bytes, a lock-free atomic. alignas(8): with only its
 // members' 4-byte alignment clang compiles libstdc++'s atomic load and store of it into calls to
 // libatomic (__atomic_load), which the fuzz build does not link.
 struct alignas(8) EngineSettings {
   MatmulPrecision matmul_precision = MatmulPrecision::fp32;
   AttentionAlgorithm attention = AttentionAlgorithm::fused;
+  GeluForm bf16_gelu = GeluForm::erf;
   // Every new storage filled with NaN bytes (0xFF) before use, so that a kernel that leaves part
   // of a fresh buffer unwritten shows in the tests.
   bool poison_new_storage = false;

@@ -235,11 +235,23 @@ int main(int argc, char** argv) {
                    [&] { Tensor z = block.attn.proj.forward_bf16(context, x16); });
     report_product("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
     report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
+    // fc1 with its GELU (EngineSettings::bf16_gelu): [erf] the product, then the GELU kernel (the
+    // default); [tanh] cuBLASLt's GELU epilogue, no pass of its own.
+    for (const GeluForm form : {GeluForm::erf, GeluForm::tanh}) {
+      const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, form);
+      report_gemm((std::string("fc1 + GELU [") + gelu_form_name(form) + "]").c_str(), 2 * t * d * 4 * d,
+                  [&] { Tensor z = block.mlp.fc1.forward_bf16_gelu(normed); });
+    }
     report_product("fc2 3072->768 + residual", 2 * t * d * 4 * d,
                    [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
     const double block_flops = 24 * t * d * d + attention_flops;
     const double block_ms =
         report_attentions("whole block", block_flops, [&] { Tensor z = block.forward_bf16(x16); });
+    {
+      const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, GeluForm::tanh);
+      report_gemm((std::string("whole block [tanh GELU, ") + attention_algorithm_name(engine_settings().attention) +
+                   "]").c_str(), block_flops, [&] { Tensor z = block.forward_bf16(x16); });
+    }
     // How far the block is from one where the attention and the element-wise passes cost nothing
     // beyond their FLOPs (fused into the products, at the products' measured rate).
     const double ideal_ms = block_flops / (product_flops / product_ms);

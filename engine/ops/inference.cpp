@@ -101,7 +101,7 @@ Tensor bf16_linear_op(const char* op, bool gelu, const Tensor& x, const Tensor& 
   on_device(x.device(), [&](auto k) {
     if (gelu) {
       k.linear_gelu_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
-                         out.ptr<bf16>());
+                         out.ptr<bf16>(), engine_settings().bf16_gelu);
     } else {
       k.linear_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
                     residual.defined() ? residual.ptr<bf16>() : nullptr, out.ptr<bf16>());

@@ -147,9 +147,9 @@ void gemm_f32_as_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 
 namespace {
 
-// y = act(x·wᵀ + bias (+ residual)), act the identity or the exact GELU, all in fp32 inside
-// oneDNN's matmul (its post-ops run on the accumulators), rounded to bf16 once.
-void linear_bf16_then(bool gelu, int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w,
+// y = act(x·wᵀ + bias (+ residual)), act the identity or a GELU (`gelu` set: in the form `form`),
+// all in fp32 inside oneDNN's matmul (its post-ops run on the accumulators), rounded to bf16 once.
+void linear_bf16_then(bool gelu, GeluForm form, int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w,
                       const bf16* bias, const bf16* residual, bf16* y) {
   if (rows == 0 || out == 0) return;
   if (in == 0) {
@@ -157,7 +157,9 @@ void linear_bf16_then(bool gelu, int64_t rows, int64_t in, int64_t out, const bf
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < out; ++c)
         row[c] = static_cast<float>(bias[c]) + (residual ? static_cast<float>(residual[r * out + c]) : 0.0f);
-      if (gelu) gelu_float(row.data(), row.data(), out);
+      if (gelu && form == GeluForm::erf) gelu_float(row.data(), row.data(), out);
+      if (gelu && form == GeluForm::tanh)
+        for (float& value : row) value = gelu_tanh(value);
       for (int64_t c = 0; c < out; ++c) y[r * out + c] = bf16(row[c]);
     }
     return;
@@ -169,7 +171,10 @@ void linear_bf16_then(bool gelu, int64_t rows, int64_t in, int64_t out, const bf
     if (residual != y) std::memcpy(static_cast<void*>(y), residual, static_cast<size_t>(rows * out) * sizeof(bf16));
     ops.append_sum(1.0f);
   }
-  if (gelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  if (gelu)
+    ops.append_eltwise(1.0f,
+                       form == GeluForm::erf ? dnnl::algorithm::eltwise_gelu_erf : dnnl::algorithm::eltwise_gelu_tanh,
+                       0.0f, 0.0f);
   if (residual || gelu) attr.set_post_ops(ops);
   const memory::data_type type = memory::data_type::bf16;
   run_matmul(matrix_desc(type, 1, 0, false, rows, in, in), x, matrix_desc(type, 1, 0, true, in, out, in), w,
@@ -181,12 +186,12 @@ void linear_bf16_then(bool gelu, int64_t rows, int64_t in, int64_t out, const bf
 
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                  const bf16* residual, bf16* y) {
-  linear_bf16_then(false, rows, in, out, x, w, bias, residual, y);
+  linear_bf16_then(false, GeluForm::erf, rows, in, out, x, w, bias, residual, y);
 }
 
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                      bf16* y) {
-  linear_bf16_then(true, rows, in, out, x, w, bias, nullptr, y);
+                      bf16* y, GeluForm form) {
+  linear_bf16_then(true, form, rows, in, out, x, w, bias, nullptr, y);
 }
 
 }  // namespace mcdl::cpu

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/gelu_form.h"
 
 namespace mcdl::cpu {
 
@@ -37,9 +38,10 @@ void gemm_f32_as_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 // (or null) bf16: summed in fp32 and rounded to bf16 once. residual may be y itself.
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                  const bf16* residual, bf16* y);
-// y = GELU(x·wᵀ + bias), the exact (erf) GELU of the fp32 sum inside the product (oneDNN's
-// post-op), rounded to bf16 once: fc1 and its activation without a pass over the hidden units.
+// y = GELU(x·wᵀ + bias), the GELU (`form`: exact erf or tanh approximation) of the fp32 sum inside
+// the product (oneDNN's post-op), rounded to bf16 once: fc1 and its activation without a pass over
+// the hidden units.
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                      bf16* y);
+                      bf16* y, GeluForm form);
 
 }  // namespace mcdl::cpu

@@ -89,21 +89,24 @@ __global__ void layer_norm_bf16_kernel(const bf16* x, const float* gamma, const 
 }
 
 
+template <GeluForm form>
 __device__ __forceinline__ bf16 gelu_of(bf16 x) {
   const float v = value_of(x);
-  return bf16(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+  if constexpr (form == GeluForm::tanh) return bf16(gelu_tanh(v));
+  else return bf16(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
 }
 
 // With `packed`, n / 8 packs of eight (the buffers 16-byte aligned), then the tail one by one.
+template <GeluForm form>
 __global__ void gelu_bf16_kernel(const bf16* x, bf16* y, int64_t n, bool packed) {
   const int64_t packs = packed ? n / 8 : 0;
   for (int64_t i = grid_index(); i < packs; i += grid_stride()) {
     Bf16x8 pack = reinterpret_cast<const Bf16x8*>(x)[i];
     MCDL_UNROLL
-    for (int j = 0; j < 8; ++j) pack.v[j] = gelu_of(pack.v[j]);
+    for (int j = 0; j < 8; ++j) pack.v[j] = gelu_of<form>(pack.v[j]);
     reinterpret_cast<Bf16x8*>(y)[i] = pack;
   }
-  for (int64_t i = packs * 8 + grid_index(); i < n; i += grid_stride()) y[i] = gelu_of(x[i]);
+  for (int64_t i = packs * 8 + grid_index(); i < n; i += grid_stride()) y[i] = gelu_of<form>(x[i]);
 }
 
 // The (batch, head) matrices of attention_bf16 as cuBLAS's pointer arrays: q, k and v inside
@@ -522,13 +525,20 @@ void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16*
            rows, d, eps);
 }
 
-void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
+namespace {
+template <GeluForm form>
+void launch_gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   if (n <= 0) return;
   // Engine buffers are 256-byte aligned; a view that is not goes one by one.
   const bool packed = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  launch(gelu_bf16_kernel, elementwise_grid(packed ? (n + 7) / 8 : n), dim3(elementwise_block()), 0, engine_stream(),
-         x, y, n, packed);
+  launch(gelu_bf16_kernel<form>, elementwise_grid(packed ? (n + 7) / 8 : n), dim3(elementwise_block()), 0,
+         engine_stream(), x, y, n, packed);
 }
+}  // namespace
+
+void gelu_bf16(const bf16* x, bf16* y, int64_t n) { launch_gelu_bf16<GeluForm::erf>(x, y, n); }
+
+void gelu_tanh_bf16(const bf16* x, bf16* y, int64_t n) { launch_gelu_bf16<GeluForm::tanh>(x, y, n); }
 
 bool attention_bf16_fuses(const bf16* qkv, const bf16* context, int64_t head_dim) {
   const auto aligned = [](const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };

@@ -16,6 +16,9 @@ void layer_norm_bf16(const bf16* x, const float* gamma, const float* beta, bf16*
                      float eps);
 // y = 0.5·x·(1 + erf(x/√2)), the exact form (PyTorch nn.GELU).
 void gelu_bf16(const bf16* x, bf16* y, int64_t n);
+// y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (kernels/gelu_form.h's gelu_tanh), for
+// linear_gelu_bf16's tanh form where cuBLASLt's epilogue cannot take it.
+void gelu_tanh_bf16(const bf16* x, bf16* y, int64_t n);
 // y = softmax(x) over each row of d elements; in place allowed (y = x).
 void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d);
 // DINO's attention core: for each batch entry and head, softmax(scale·q·kᵀ)·v, with q, k and v

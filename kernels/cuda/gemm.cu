@@ -99,6 +99,7 @@ struct LtKey {
   bool trans_a, trans_b;
   int m, n, k, lda, ldb;
   uint32_t align_a, align_b, align_c, align_bias;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;  // or CUBLASLT_EPILOGUE_GELU_BIAS: the bias, then GELU
   auto operator<=>(const LtKey&) const = default;
 };
 
@@ -186,7 +187,7 @@ std::optional<LtPlan> make_lt_plan(cublasLtHandle_t handle, const LtKey& key, co
   // The attribute types are cuBLASLt's: int32_t transposes, uint32_t epilogue, and the bias
   // attribute holds the pointer (buf is the pointer's address).
   const int32_t trans_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const uint32_t epilogue = key.epilogue;
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
   MCDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
@@ -347,17 +348,28 @@ void gemm_bf16_pointers(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
       CUBLAS_GEMM_DEFAULT));
 }
 
+namespace {
+// y = x·wᵀ + bias (+ residual), then GELU when `epilogue` is CUBLASLT_EPILOGUE_GELU_BIAS, through
+// cuBLASLt; false when it has no algorithm (or the shapes or the bias's alignment keep the
+// product off it, as gemm_bias_impl).
+bool lt_linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
+                    const bf16* residual, bf16* y, uint32_t epilogue) {
+  if (out <= 1 || in <= 1 || alignment_of(bias) < 16) return false;
+  const float one = 1, beta = residual ? 1.0f : 0.0f;
+  // As gemm_bias_impl: y = x·wᵀ is the engine's row-major C = A·Bᵀ with A = x, B = w.
+  LtKey key = lt_key(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, false, true, rows, out, in, in, in, x, w,
+                     std::min(alignment_of(y), residual ? alignment_of(residual) : 256u), bias);
+  key.epilogue = epilogue;
+  return lt_gemm_bias(key, x, w, bias, residual ? residual : y, y, &one, &beta);
+}
+}  // namespace
+
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                  const bf16* residual, bf16* y) {
   if (rows == 0 || out == 0) return;
-  const float one = 1, beta = residual ? 1.0f : 0.0f;
-  // As gemm_bias_impl: y = x·wᵀ is the engine's row-major C = A·Bᵀ with A = x, B = w.
-  if (out > 1 && in > 1 && alignment_of(bias) >= 16) {
-    const LtKey key = lt_key(CUBLAS_COMPUTE_32F, CUDA_R_16BF, CUDA_R_16BF, false, true, rows, out, in, in, in, x, w,
-                             std::min(alignment_of(y), residual ? alignment_of(residual) : 256u), bias);
-    if (lt_gemm_bias(key, x, w, bias, residual ? residual : y, y, &one, &beta)) return;
-  }
+  if (lt_linear_bf16(rows, in, out, x, w, bias, residual, y, CUBLASLT_EPILOGUE_BIAS)) return;
   // No cuBLASLt algorithm: the residual (or nothing) plus the product, then the bias.
+  const float one = 1, beta = residual ? 1.0f : 0.0f;
   if (residual && residual != y) copy_device_to_device(y, residual, static_cast<size_t>(rows * out) * sizeof(bf16));
   strided_batched(false, true, rows, out, in, &one, x, CUDA_R_16BF, in, 0, w, CUDA_R_16BF, in, 0, &beta, y,
                   CUDA_R_16BF, out, 0, 1, CUBLAS_COMPUTE_32F);
@@ -365,9 +377,13 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
 }
 
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                      bf16* y) {
+                      bf16* y, GeluForm form) {
+  if (rows == 0 || out == 0) return;
+  if (form == GeluForm::tanh && lt_linear_bf16(rows, in, out, x, w, bias, nullptr, y, CUBLASLT_EPILOGUE_GELU_BIAS))
+    return;
   linear_bf16(rows, in, out, x, w, bias, nullptr, y);
-  gelu_bf16(y, y, rows * out);
+  if (form == GeluForm::tanh) gelu_tanh_bf16(y, y, rows * out);
+  else gelu_bf16(y, y, rows * out);
 }
 
 }  // namespace mcdl::cuda

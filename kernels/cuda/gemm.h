@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/gelu_form.h"
 #include "kernels/gemm_mode.h"
 
 namespace mcdl::cuda {
@@ -37,11 +38,13 @@ void gemm_bf16_pointers(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
 // its C (beta = 1), so a block's residual add costs no pass of its own.
 void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                  const bf16* residual, bf16* y);
-// y = GELU(x·wᵀ + bias): linear_bf16, then gelu_bf16 in place. cuBLASLt's GELU epilogue is the
-// tanh approximation, not DINO's erf, so the product is rounded to bf16 before the GELU (the CPU
-// rounds once, inside oneDNN's product).
+// y = GELU(x·wᵀ + bias), the GELU in the form `form`. erf: linear_bf16, then gelu_bf16 in place
+// (cuBLASLt's GELU epilogue is the tanh approximation, not DINO's erf, so the product is rounded
+// to bf16 before the GELU; the CPU rounds once, inside oneDNN's product). tanh: cuBLASLt's GELU
+// epilogue on the fp32 sums, one rounding and no pass of its own; where cuBLASLt has no algorithm,
+// the product then a tanh GELU kernel.
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
-                      bf16* y);
+                      bf16* y, GeluForm form);
 
 // One product with a bias: C = op(A)·op(B) + bias, bias[j] added to column j of every row
 // (a linear layer's output features), C contiguous m×n, op(A) m×k, op(B) k×n. cuBLASLt adds

@@ -1,8 +1,8 @@
 // CPU stand-in for the cuBLAS and cuBLASLt entry points the project calls, for emulator builds.
 // It keeps their semantics — column-major matrices, op(A) with leading dimensions, strided
 // batches, alpha/beta through host pointers in the scale type, the data and compute types,
-// cuBLASLt's descriptors, heuristic and bias epilogue — so the row-major ↔ column-major
-// translation at the call sites is exercised on the CPU. TF32 compute rounds the inputs to
+// cuBLASLt's descriptors, heuristic and its bias and bias-then-GELU epilogues — so the row-major
+// ↔ column-major translation at the call sites is exercised on the CPU. TF32 compute rounds the inputs to
 // TF32 (10 mantissa bits) as the tensor cores do; accumulation is in the compute precision.
 // Names and values are those of cublas_api.h / cublasLt.h; only what the project uses exists.
 #pragma once
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/bf16.h"
+#include "kernels/gelu_form.h"
 #include "kernels/emu/runtime_api.h"
 
 enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1, CUBLAS_STATUS_INVALID_VALUE = 7,
@@ -64,12 +65,14 @@ inline float round_to_tf32(float x) {  // round to nearest even at 13 dropped ma
 }
 
 // One column-major product: D = alpha·op(A)·op(B) + beta·C (+ bias[i] on row i when bias is
-// set, in the type of D), op(A) m×k, op(B) k×n. C is never read when beta = 0 (it may hold
-// NaN), as in cuBLAS; C and D may be the same matrix.
+// set, in the type of D), op(A) m×k, op(B) k×n, then with `gelu` the tanh GELU of each fp32
+// result (cuBLASLt's GELU epilogue). C is never read when beta = 0 (it may hold NaN), as in
+// cuBLAS; C and D may be the same matrix.
 inline void column_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                               const void* A, cudaDataType a_type, int64_t lda, const void* B, cudaDataType b_type,
                               int64_t ldb, double beta, const void* C, cudaDataType c_type, int64_t ldc, void* D,
-                              cudaDataType d_type, int64_t ldd, const void* bias, cublasComputeType_t compute) {
+                              cudaDataType d_type, int64_t ldd, const void* bias, cublasComputeType_t compute,
+                              bool gelu = false) {
   const bool double_compute = compute == CUBLAS_COMPUTE_64F, tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   auto input = [&](const void* base, cudaDataType type, int64_t i) {
     const double v = blas_load(base, type, i);
@@ -89,7 +92,8 @@ inline void column_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, 
       }
       const double dot = double_compute ? dot_double : dot_float;
       const double old = beta == 0 ? 0.0 : blas_load(C, c_type, i + j * ldc);
-      const double value = alpha * dot + beta * old + (bias ? blas_load(bias, d_type, i) : 0.0);
+      double value = alpha * dot + beta * old + (bias ? blas_load(bias, d_type, i) : 0.0);
+      if (gelu) value = mcdl::gelu_tanh(static_cast<float>(value));
       // A bf16 D gets the fp32 result rounded once, as the library's epilogue converts it.
       if (d_type == CUDA_R_64F) static_cast<double*>(D)[i + j * ldd] = value;
       else if (d_type == CUDA_R_16BF) static_cast<bf16*>(D)[i + j * ldd] = bf16(static_cast<float>(value));
@@ -156,7 +160,7 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_EPILOGUE = 7,  // uint32_t (cublasLtEpilogue_t)
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,  // const void*, the bias vector (length = rows of D, type of D)
 };
-enum cublasLtEpilogue_t { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_BIAS = 4 };
+enum cublasLtEpilogue_t { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_BIAS = 4, CUBLASLT_EPILOGUE_GELU_BIAS = 36 };
 enum cublasLtMatmulPreferenceAttributes_t {
   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,  // uint64_t, default 0
   CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,  // uint32_t, default 256 (likewise B, C, D)
@@ -233,7 +237,8 @@ inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, 
     case CUBLASLT_MATMUL_DESC_EPILOGUE:
       if (size != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
       std::memcpy(&desc->epilogue, buf, size);
-      return desc->epilogue == CUBLASLT_EPILOGUE_DEFAULT || desc->epilogue == CUBLASLT_EPILOGUE_BIAS
+      return desc->epilogue == CUBLASLT_EPILOGUE_DEFAULT || desc->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                     desc->epilogue == CUBLASLT_EPILOGUE_GELU_BIAS
                  ? CUBLAS_STATUS_SUCCESS
                  : CUBLAS_STATUS_NOT_SUPPORTED;  // the stand-in emulates no other epilogue
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
@@ -374,7 +379,8 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
   const void* buffers[4] = {A, B, C, D};
   for (int i = 0; i < 4; ++i)
     if (pointer_alignment(buffers[i]) < ((algo->data[4] >> (16 * i)) & 0xffffu)) return CUBLAS_STATUS_INVALID_VALUE;
-  const bool bias = desc->epilogue == CUBLASLT_EPILOGUE_BIAS;
+  const bool gelu = desc->epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+  const bool bias = desc->epilogue == CUBLASLT_EPILOGUE_BIAS || gelu;
   if (bias && (!desc->bias || pointer_alignment(desc->bias) < algo->data[5])) return CUBLAS_STATUS_INVALID_VALUE;
   if (workspace_bytes < algo->data[6] || (algo->data[6] > 0 && (!workspace || pointer_alignment(workspace) < 256)))
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -387,6 +393,6 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
   column_major_gemm(desc->transa == CUBLAS_OP_T, desc->transb == CUBLAS_OP_T, int64_t(d_desc->rows),
                     int64_t(d_desc->cols), int64_t(k), a_scale, A, a_desc->type, a_desc->ld, B, b_desc->type,
                     b_desc->ld, b_scale, C, c_desc->type, c_desc->ld, D, d_desc->type, d_desc->ld,
-                    bias ? desc->bias : nullptr, desc->compute);
+                    bias ? desc->bias : nullptr, desc->compute, gelu);
   return CUBLAS_STATUS_SUCCESS;
 }

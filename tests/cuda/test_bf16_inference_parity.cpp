@@ -66,18 +66,97 @@ TEST_CASE("cuda parity: bf16 layer norm, gelu and linear (with and without the r
       {random_f32({2, 9, 64}, 8), random_f32({48, 64}, 9, -0.2, 0.2), random_f32({48}, 10),
        random_f32({2, 9, 48}, 11, -4, 4)},
       device_tolerance, device_tolerance);
-  // The CPU applies the GELU to the fp32 sums, the device to the product rounded to bf16: one
-  // more rounding on the device, within the same bound.
-  check_cuda_forward_parity(
-      "bf16_linear_gelu", [](auto& x) { return as_f32(bf16_linear_gelu(as_bf16(x[0]), x[1], x[2])); },
-      {random_f32({2, 9, 64}, 16), random_f32({48, 64}, 17, -0.2, 0.2), random_f32({48}, 18)},
-      device_tolerance, device_tolerance);
+  // erf: the CPU applies the GELU to the fp32 sums, the device to the product rounded to bf16: one
+  // more rounding on the device, within the same bound. tanh: both on the fp32 sums (the device in
+  // cuBLASLt's epilogue).
+  for (const GeluForm form : {GeluForm::erf, GeluForm::tanh}) {
+    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, form);
+    check_cuda_forward_parity(
+        std::string("bf16_linear_gelu ") + gelu_form_name(form),
+        [](auto& x) { return as_f32(bf16_linear_gelu(as_bf16(x[0]), x[1], x[2])); },
+        {random_f32({2, 9, 64}, 16), random_f32({48, 64}, 17, -0.2, 0.2), random_f32({48}, 18)}, device_tolerance,
+        device_tolerance);
+  }
   // One output feature: cuBLASLt is not asked; the product, then the bias kernel.
   check_cuda_forward_parity(
       "bf16_linear unfused",
       [](auto& x) { return as_f32(bf16_linear(as_bf16(x[0]), x[1], x[2], as_bf16(x[3]))); },
       {random_f32({7, 16}, 12), random_f32({1, 16}, 13), random_f32({1}, 14), random_f32({7, 1}, 15)},
       device_tolerance, device_tolerance);
+}
+
+TEST_CASE("bf16 linear with GELU takes the setting's form on each device: erf, or tanh (cuBLASLt's epilogue)") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  // Pre-activations s on a grid of bf16 values from -4 to 3 (x's rows [s, 0.25] times weight rows
+  // [1, 0], bias 0: every sum exact), so each output is GELU(s) computed in fp32 and rounded once,
+  // on every path. Below about -2.3 the two forms differ by more than two bf16 roundings.
+  std::vector<float> grid;
+  for (int step = -64; step <= 48; ++step) grid.insert(grid.end(), {step / 16.0f, 0.25f});
+  const int64_t points = static_cast<int64_t>(grid.size()) / 2;
+  const Tensor x = from_vector(grid, {points, 2}).to(DType::bf16);
+  auto gelu_exact = [](GeluForm form, double s) {
+    const double cdf = form == GeluForm::erf ? 0.5 * (1.0 + std::erf(s / std::sqrt(2.0)))
+                                             : 0.5 * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (s + 0.044715 * s * s * s)));
+    return s * cdf;
+  };
+  const Device cuda = Device::cuda();
+  // 48 outputs go through cuBLASLt (with the GELU epilogue for tanh); one output keeps the product
+  // off it: the product, then the GELU kernel of the form.
+  for (const int64_t outputs : {48, 1})
+    for (const Device device : {Device::cpu(), cuda})
+      for (const GeluForm form : {GeluForm::erf, GeluForm::tanh}) {
+        const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, form);
+        std::vector<float> weight;
+        for (int64_t o = 0; o < outputs; ++o) weight.insert(weight.end(), {1.0f, 0.0f});
+        const Tensor got = bf16_linear_gelu(x.to(device), from_vector(weight, {outputs, 2}).to(device),
+                                            zeros({outputs}, DType::f32, device))
+                               .to(Device::cpu())
+                               .to(DType::f32);
+        const GeluForm other = form == GeluForm::erf ? GeluForm::tanh : GeluForm::erf;
+        int64_t told_apart = 0;
+        for (int64_t p = 0; p < points; ++p)
+          for (int64_t o = 0; o < outputs; ++o) {
+            const double s = grid[static_cast<size_t>(2 * p)], value = got.ptr<float>()[p * outputs + o];
+            const double expected = gelu_exact(form, s), unexpected = gelu_exact(other, s);
+            // One rounding (2^-8 relative), plus fp32's cancellation in 1 + tanh near s = -4.
+            const double bound = std::fabs(expected) * (0x1p-8 + 2e-3);
+            CAPTURE(outputs);
+            CAPTURE(device);
+            CAPTURE(gelu_form_name(form));
+            CAPTURE(s);
+            CHECK(std::fabs(value - expected) <= bound);
+            told_apart += std::fabs(unexpected - expected) > 2 * bound;
+          }
+        CHECK(told_apart >= 10 * outputs);
+      }
+}
+
+TEST_CASE("bf16 linear with GELU on a GPU: the tanh epilogue lands nearer DINO's erf GELU than the erf path") {
+  // Why the tanh form is a candidate default on a GPU: the erf path rounds the product to bf16
+  // before its GELU kernel (two roundings); the epilogue rounds once, and the approximation's error
+  // (at most about 5e-4) is smaller than the rounding it saves. Pre-activations spread about
+  // N(0, 2²), each output against the f64 erf GELU of the exact sum of the bf16 inputs.
+  const int64_t rows = 96, in = 64, out = 80;
+  const Tensor x = as_bf16(random_f32({rows, in}, 60)), weight = as_bf16(random_f32({out, in}, 61, -0.75, 0.75));
+  const Tensor bias = as_bf16(random_f32({out}, 62));
+  const Tensor x64 = x.to(DType::f64), w64 = weight.to(DType::f64), b64 = bias.to(DType::f64);
+  auto mean_error = [&](GeluForm form) {
+    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, form);
+    const Device cuda = Device::cuda();
+    const Tensor got = bf16_linear_gelu(x.to(cuda), weight.to(cuda), bias.to(cuda)).to(Device::cpu()).to(DType::f64);
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) {
+        double sum = b64.ptr<double>()[o];
+        for (int64_t i = 0; i < in; ++i) sum += x64.ptr<double>()[r * in + i] * w64.ptr<double>()[o * in + i];
+        total += std::fabs(got.ptr<double>()[r * out + o] - 0.5 * sum * (1.0 + std::erf(sum / std::sqrt(2.0))));
+      }
+    return total / static_cast<double>(rows * out);
+  };
+  const double erf_error = mean_error(GeluForm::erf), tanh_error = mean_error(GeluForm::tanh);
+  CAPTURE(erf_error);
+  CAPTURE(tanh_error);
+  CHECK(tanh_error < 0.9 * erf_error);
 }
 
 TEST_CASE("bf16 inference ops stay within bf16's rounding of their f32 ops") {

@@ -143,7 +143,7 @@ TEST_CASE("cpu bf16 linear with GELU: the exact GELU of the fp32 sum, rounded on
   const std::vector<bf16> x16 = as_bf16(x), w16 = as_bf16(w), bias16 = as_bf16(bias);
   const int64_t before = cpu::bf16_reference_products();
   std::vector<bf16> got(static_cast<size_t>(rows * out)), linear(got.size());
-  cpu::linear_gelu_bf16(rows, in, out, x16.data(), w16.data(), bias16.data(), got.data());
+  cpu::linear_gelu_bf16(rows, in, out, x16.data(), w16.data(), bias16.data(), got.data(), GeluForm::erf);
   cpu::linear_bf16(rows, in, out, x16.data(), w16.data(), bias16.data(), nullptr, linear.data());
   int64_t differ = 0;
   for (int64_t r = 0; r < rows; ++r)
@@ -163,7 +163,7 @@ TEST_CASE("cpu bf16 linear with GELU: the exact GELU of the fp32 sum, rounded on
   CHECK(differ > 0);  // the GELU did run on the unrounded sums
   if (cpu::bf16_products_native()) CHECK(cpu::bf16_reference_products() == before);
   // No inner dimension: the GELU of the bias.
-  cpu::linear_gelu_bf16(rows, 0, out, x16.data(), w16.data(), bias16.data(), got.data());
+  cpu::linear_gelu_bf16(rows, 0, out, x16.data(), w16.data(), bias16.data(), got.data(), GeluForm::erf);
   const float b5 = bias[5];
   CHECK(std::fabs(static_cast<float>(got[5]) - 0.5f * b5 * (1.0f + std::erf(b5 / std::sqrt(2.0f)))) <= 0x1p-8f);
 }

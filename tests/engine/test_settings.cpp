@@ -13,6 +13,7 @@ TEST_CASE("engine settings: guards set, nest and restore") {
   const EngineSettings defaults = engine_settings();
   CHECK(defaults.matmul_precision == MatmulPrecision::fp32);
   CHECK(defaults.attention == AttentionAlgorithm::fused);
+  CHECK(defaults.bf16_gelu == GeluForm::erf);
   CHECK_FALSE(defaults.poison_new_storage);
   CHECK(defaults.block_size_override == 0);
   {
@@ -45,4 +46,9 @@ TEST_CASE("engine settings: the attention algorithms by name") {
     CHECK(parse_attention_algorithm(attention_algorithm_name(algorithm)) == algorithm);
   CHECK_THROWS_WITH_AS(parse_attention_algorithm("fast"), "expected fused, unfused, flash or cudnn, got 'fast'",
                        std::invalid_argument);
+}
+
+TEST_CASE("engine settings: the GELU forms by name") {
+  for (GeluForm form : {GeluForm::erf, GeluForm::tanh}) CHECK(parse_gelu_form(gelu_form_name(form)) == form);
+  CHECK_THROWS_WITH_AS(parse_gelu_form("exact"), "expected erf or tanh, got 'exact'", std::invalid_argument);
 }

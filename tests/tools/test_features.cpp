@@ -27,6 +27,7 @@
 #include "layers/simgcd_model.h"
 #include "mcdl/run/trained_model.h"
 #include "mcdl/evaluation/features.h"
+#include "tests/bf16_support.h"
 #include "tests/io/checkpoint_builders.h"
 #include "tests/tool_binary.h"
 
@@ -368,4 +369,32 @@ TEST_CASE("mcdl_features: the binary writes the .npy and the image list, errors 
   CHECK(corrupt.err.find(scratch.file("images/dogs/broken.jpg")) != std::string::npos);
   CHECK(std::count(corrupt.err.begin(), corrupt.err.end(), '\n') == 1);
   CHECK_FALSE(fs::exists(scratch.file("g.npy")));
+}
+
+TEST_CASE("mcdl_features: $MCDL_BF16_GELU picks the frozen blocks' bf16 GELU, erf by default") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  TempDir scratch("mcdl_features_gelu");
+  write_random_png(scratch.file("images/a.png"), 20, 30, 31);
+  write_random_png(scratch.file("images/b.png"), 24, 24, 32);
+  VisionTransformer backbone = tiny_backbone(10);
+  // The frozen block's hidden units in GELU's tail (pre-activations near -2.8), where the tanh
+  // form differs from erf by several bf16 steps.
+  backbone.blocks[0].mlp.fc1.bias = full(backbone.blocks[0].mlp.fc1.bias.shape(), -2.8);
+  save_backbone_file(scratch.file("w.safetensors"), backbone);
+  auto features = [&](const char* gelu, const std::string& name) {
+    if (gelu) ::setenv("MCDL_BF16_GELU", gelu, 1);
+    const Outcome outcome = run_tool(scratch, "--weights '" + scratch.file("w.safetensors") +
+                                                  "' --device cpu --precision bf16 --raw '" + scratch.file("images") +
+                                                  "' -o '" + scratch.file(name) + "'");
+    ::unsetenv("MCDL_BF16_GELU");
+    return outcome;
+  };
+  REQUIRE(features(nullptr, "default.npy").exit_code == 0);
+  REQUIRE(features("erf", "erf.npy").exit_code == 0);
+  REQUIRE(features("tanh", "tanh.npy").exit_code == 0);
+  CHECK(slurp(scratch.file("erf.npy")) == slurp(scratch.file("default.npy")));
+  CHECK(slurp(scratch.file("tanh.npy")) != slurp(scratch.file("erf.npy")));
+  const Outcome bad = features("exact", "bad.npy");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err == "error: MCDL_BF16_GELU: expected erf or tanh, got 'exact'; unset it for the default\n");
 }

@@ -36,6 +36,18 @@ AttentionAlgorithm attention_from_environment() {
   }
 }
 
+// $MCDL_BF16_GELU, else the engine's default: the GELU of the frozen blocks' bf16 MLP
+// (engine/settings.h), for comparing the two forms on one run.
+GeluForm bf16_gelu_from_environment() {
+  const char* text = std::getenv("MCDL_BF16_GELU");
+  if (!text || !*text) return engine_settings().bf16_gelu;
+  try {
+    return parse_gelu_form(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("MCDL_BF16_GELU: ") + e.what() + "; unset it for the default");
+  }
+}
+
 }  // namespace
 
 void stop_runs_on_interrupt() {
@@ -54,6 +66,7 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   int status = 1;
   try {
     const ScopedEngineSettings attention(&EngineSettings::attention, attention_from_environment());
+    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, bf16_gelu_from_environment());
     status = run(argc, argv);
   } catch (const std::exception& e) {
     if (Collective* world = multi_process_world()) {
