@@ -9,6 +9,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "kernels/emu/runtime_api.h"
 #include "layers/simgcd_model.h"
 #include "tests/bf16_support.h"
 #include "tests/cuda/parity.h"
@@ -113,13 +114,18 @@ TEST_CASE("bf16 linear with GELU takes the setting's form on each device: erf, o
                                .to(Device::cpu())
                                .to(DType::f32);
         const GeluForm other = form == GeluForm::erf ? GeluForm::tanh : GeluForm::erf;
+        // A real GPU's cuBLASLt may take tanh from the hardware's approximation (tanh.approx.f32,
+        // about 2^-11 relative), which moves 0.5·s·(1 + tanh) by up to 0.5·|s|·2^-10 in the tail:
+        // there the tanh form gets that much more, and the two forms are not told apart.
+        const bool hardware_tanh = form == GeluForm::tanh && device.is_cuda() && emu::emulated_device_count() == 0;
         int64_t told_apart = 0;
         for (int64_t p = 0; p < points; ++p)
           for (int64_t o = 0; o < outputs; ++o) {
             const double s = grid[static_cast<size_t>(2 * p)], value = got.ptr<float>()[p * outputs + o];
             const double expected = gelu_exact(form, s), unexpected = gelu_exact(other, s);
             // One rounding (2^-8 relative), plus fp32's cancellation in 1 + tanh near s = -4.
-            const double bound = std::fabs(expected) * (0x1p-8 + 2e-3);
+            const double bound =
+                std::fabs(expected) * (0x1p-8 + 2e-3) + (hardware_tanh ? 0.5 * std::fabs(s) * 0x1p-10 : 0);
             CAPTURE(outputs);
             CAPTURE(device);
             CAPTURE(gelu_form_name(form));
@@ -127,7 +133,7 @@ TEST_CASE("bf16 linear with GELU takes the setting's form on each device: erf, o
             CHECK(std::fabs(value - expected) <= bound);
             told_apart += std::fabs(unexpected - expected) > 2 * bound;
           }
-        CHECK(told_apart >= 10 * outputs);
+        if (!hardware_tanh) CHECK(told_apart >= 10 * outputs);
       }
 }
 
