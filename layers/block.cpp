@@ -8,10 +8,6 @@ namespace {
 Tensor residual(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
   return gamma.defined() ? x + branch * gamma : x + branch;
 }
-// The bf16 path's step with LayerScale: branch is the bf16 projection without its residual.
-Tensor residual_bf16(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
-  return (x.to(DType::f32) + branch.to(DType::f32) * gamma).to(DType::bf16);
-}
 }  // namespace
 
 Block::Block(int64_t dim, int64_t num_heads, int64_t mlp_hidden_dim, bool qkv_bias, double norm_eps, bool layer_scale)
@@ -37,8 +33,10 @@ Tensor Block::forward_bf16(const Tensor& x) const {
     Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x);
     return mlp.forward_bf16(norm2.forward_bf16(h), h);
   }
-  Tensor h = residual_bf16(x, attn.forward_bf16(norm1.forward_bf16(x), Tensor()), ls1_gamma);
-  return residual_bf16(h, mlp.forward_bf16(norm2.forward_bf16(h), Tensor()), ls2_gamma);
+  // With LayerScale the branch is the bf16 projection without its residual; the gain and the
+  // residual add follow in one pass.
+  Tensor h = bf16_layer_scale_residual(x, attn.forward_bf16(norm1.forward_bf16(x), Tensor()), ls1_gamma);
+  return bf16_layer_scale_residual(h, mlp.forward_bf16(norm2.forward_bf16(h), Tensor()), ls2_gamma);
 }
 
 void Block::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {

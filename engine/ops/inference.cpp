@@ -120,6 +120,25 @@ Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bia
   return bf16_linear_op("bf16_linear_gelu", true, x, weight, bias, Tensor());
 }
 
+Tensor bf16_layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
+  const char* op = "bf16_layer_scale_residual";
+  check_inference_input(op, x, DType::bf16);
+  check_inference_input(op, branch, DType::bf16);
+  check_inference_input(op, gamma, DType::f32);
+  check(x.dim() >= 1 && branch.shape() == x.shape() && branch.device() == x.device(), op, ": branch ", branch,
+        " does not match the input ", x);
+  const int64_t d = x.size(-1);
+  check(gamma.shape() == Shape{d} && gamma.device() == x.device(), op, ": gain ", gamma, " does not fit input ", x);
+  Tensor out = empty(x.shape(), DType::bf16, x.device());
+  if (d > 0) {
+    on_device(x.device(), [&](auto k) {
+      k.layer_scale_residual_bf16(x.ptr<bf16>(), branch.ptr<bf16>(), gamma.ptr<float>(), out.ptr<bf16>(),
+                                  x.numel() / d, d);
+    });
+  }
+  return out;
+}
+
 Tensor bf16_gelu(const Tensor& x) {
   check_inference_input("bf16_gelu", x, DType::bf16);
   Tensor out = empty(x.shape(), DType::bf16, x.device());

@@ -19,6 +19,9 @@ Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 // f32 (rounded to bf16 on each call) or already bf16 (Bf16Copy).
 Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 Tensor bf16_gelu(const Tensor& x);
+// x + gamma·branch (DINOv2's LayerScale residual): x and branch bf16 of one shape [..., D], gamma
+// f32 [D]; the f32 ops' roundings (the product, then the sum, in float), one pass instead of five.
+Tensor bf16_layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma);
 // bf16_gelu(bf16_linear(x, weight, bias)) as one op, for an MLP's first layer, the GELU in the
 // form engine_settings().bf16_gelu says (erf by default, or the tanh approximation): on the CPU
 // the GELU runs on the product's fp32 sums inside oneDNN's matmul and the result is rounded once
