@@ -259,6 +259,12 @@ int main(int argc, char** argv) {
                 "attention: %.2fx it\n",
                 "fused ideal", "bf16", ideal_ms, product_flops / (product_ms * 1e9), block_ms / ideal_ms);
     report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
+    // DINOv2's LayerScale residual x + gamma·branch on bf16 activations: one pass, and the five f32
+    // passes it replaced (the bytes counted are each way's own).
+    report_memory_op("LayerScale residual bf16", act_shape, 3 * act16,
+                     [&] { Tensor z = bf16_layer_scale_residual(x16, x16, gamma); }, copy_gbs);
+    report_memory_op("LayerScale as f32 ops", act_shape, 19 * act16,
+                     [&] { Tensor z = (x16.to(DType::f32) + x16.to(DType::f32) * gamma).to(DType::bf16); }, copy_gbs);
   }
   {
     // k-means' assignment at ImageNet-1K's K = 1000: one block of products compared on the device,

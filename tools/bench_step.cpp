@@ -1,5 +1,6 @@
-// End-to-end benchmark of a training step on one device: DINO ViT-B/16 (random weights: speed
-// does not depend on their values) with the SimGCD head, blocks 0..10 frozen, as SimGCD trains.
+// End-to-end benchmark of a training step on one device: DINO ViT-B/16, or another named backbone
+// (--model: DINOv2's ViT-B/14 with or without registers), random weights (speed does not depend on
+// their values), with the SimGCD head, blocks 0..10 frozen, as SimGCD trains.
 // Workloads:
 //   forward  the backbone's CLS features of a batch (evaluation, no graph);
 //   simgcd   a SimGCD step: two views of the batch, forward, SimGCD's losses, backward, SGD;
@@ -36,12 +37,12 @@ using namespace mcdl;
 namespace {
 
 struct Settings {
-  std::string device = "auto", precision = "fp32", workloads = "forward,simgcd,mcdl";
+  std::string device = "auto", model = "vit_base_patch16", precision = "fp32", workloads = "forward,simgcd,mcdl";
   int64_t batch = 128, iterations = 10, warmup = 3, classes = 200;
 };
 
 const char* const usage =
-    "usage: bench_step [--device auto|cpu|cuda] [--precision fp32|tf32|bf16] [--batch N]\n"
+    "usage: bench_step [--device auto|cpu|cuda] [--model NAME] [--precision fp32|tf32|bf16] [--batch N]\n"
     "                  [--iterations N] [--warmup N] [--workloads forward,simgcd,mcdl]\n";
 
 Settings parse(int argc, char** argv) {
@@ -51,6 +52,7 @@ Settings parse(int argc, char** argv) {
     check(i + 1 < argc, arg, " needs a value\n", usage);
     const std::string value = argv[++i];
     if (arg == "--device") s.device = value;
+    else if (arg == "--model") s.model = value;
     else if (arg == "--precision") s.precision = value;
     else if (arg == "--workloads") s.workloads = value;
     else if (arg == "--batch") s.batch = std::stoll(value);
@@ -80,9 +82,9 @@ double median_ms(const Settings& s, Device device, const std::function<void()>& 
   return times[times.size() / 2];
 }
 
-Tensor random_images(int64_t count, uint64_t seed, Device device) {
+Tensor random_images(int64_t count, int64_t size, uint64_t seed, Device device) {
   RandomStream stream(seed, stream_id("bench_step"));
-  return rand_uniform({count, 3, 224, 224}, DType::f32, stream, -2, 2).to(device);
+  return rand_uniform({count, 3, size, size}, DType::f32, stream, -2, 2).to(device);
 }
 
 // SimGCD's batch: the first half labelled (classes cycling over the old half), the rest unlabelled,
@@ -115,11 +117,12 @@ int main(int argc, char** argv) {
     const Device device = select_device(s.device);
     const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
                                          select_matmul_precision(s.precision, device));
-    std::fprintf(stderr, "bench_step: ViT-B/16 + SimGCD head, batch %lld, %s, %s\n", static_cast<long long>(s.batch),
-                 device.is_cuda() ? cuda::device_description().c_str() : "CPU", s.precision.c_str());
+    std::fprintf(stderr, "bench_step: %s + SimGCD head, batch %lld, %s, %s\n", s.model.c_str(),
+                 static_cast<long long>(s.batch), device.is_cuda() ? cuda::device_description().c_str() : "CPU",
+                 s.precision.c_str());
 
     ModelConfig config;
-    config.backbone = vit_base_patch16();
+    config.backbone = parse_model_config(s.model).backbone;
     config.head.num_classes = s.classes;
     SimGCDModel model(config);
     model.initialize(1);
@@ -127,8 +130,9 @@ int main(int argc, char** argv) {
     model.to(device);
     Sgd optimizer({ParamGroup{"all", model.trainable_parameters(), 0.1, 5e-5}}, SgdOptions{0.9});
 
-    const Tensor weak1 = random_images(s.batch, 1, device), weak2 = random_images(s.batch, 2, device);
-    const Tensor strong = random_images(s.batch, 3, device), both = concat({weak1, weak2}, 0);
+    const int64_t size = config.backbone.img_size;
+    const Tensor weak1 = random_images(s.batch, size, 1, device), weak2 = random_images(s.batch, size, 2, device);
+    const Tensor strong = random_images(s.batch, size, 3, device), both = concat({weak1, weak2}, 0);
     const BenchBatch batch = bench_batch(s.batch, s.classes);
     SimGCDLossConfig loss_config;
     TrainConfig train_config;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Training-step throughput of the engine (build/bench_step) against PyTorch in the same run, on
-the same device: DINO ViT-B/16 with SimGCD's head, blocks 0-10 frozen, SGD; the workloads of
+the same device: DINO ViT-B/16 (or DINOv2 ViT-B/14, --model) with SimGCD's head, blocks 0-10 frozen, SGD; the
+workloads of
 tools/bench_step.cpp (forward, simgcd, mcdl), compute only (the views are made once on the
 device). PyTorch runs DINO's model as SimGCD does (the last block on every token), with
 F.scaled_dot_product_attention where it exists (2.0+), in fp32, TF32 and bf16 autocast, eagerly and, for the
@@ -12,6 +13,11 @@ A benchmark aid, never a dependency: without PyTorch it prints the engine's numb
 
   python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
   python3 tools/bench_torch_step.py --device cpu --batch 16 --precisions fp32 --workloads forward,simgcd,mcdl
+  python3 tools/bench_torch_step.py --device cuda --model vit_base_patch14_dinov2_reg4 --precisions bf16
+
+DINOv2 as its reference model runs it: patch 14, LayerScale on both branches, the position embedding
+stored for 518 px (37 x 37) and resized bicubically to the input's grid on every forward, and with _reg4
+four register tokens after CLS.
 """
 import argparse
 import math
@@ -27,7 +33,10 @@ try:
 except ImportError:
     torch = None
 
-DIM, DEPTH, HEADS, MLP, PATCH, IMG = 768, 12, 12, 3072, 16, 224
+DIM, DEPTH, HEADS, MLP, IMG = 768, 12, 12, 3072, 224
+# name: (patch, register tokens, LayerScale, position-embedding grid as stored)
+MODELS = {"vit_base_patch16": (16, 0, False, 14), "vit_base_patch14_dinov2": (14, 0, True, 37),
+          "vit_base_patch14_dinov2_reg4": (14, 4, True, 37)}
 
 
 if torch is not None:
@@ -39,27 +48,36 @@ if torch is not None:
         return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, -1) @ v
 
     class Block(nn.Module):
-        def __init__(self):
+        def __init__(self, layer_scale):
             super().__init__()
             self.norm1, self.norm2 = nn.LayerNorm(DIM, eps=1e-6), nn.LayerNorm(DIM, eps=1e-6)
             self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
             self.fc1, self.fc2 = nn.Linear(DIM, MLP), nn.Linear(MLP, DIM)
+            # DINOv2's LayerScale: a learned gain on each branch (1e-5 at its initialisation).
+            self.ls1 = nn.Parameter(torch.full((DIM,), 1e-5)) if layer_scale else None
+            self.ls2 = nn.Parameter(torch.full((DIM,), 1e-5)) if layer_scale else None
 
         def forward(self, x):
             b, n, c = x.shape
             q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, HEADS, c // HEADS).permute(2, 0, 3, 1, 4)
-            x = x + self.proj(attention(q, k, v).transpose(1, 2).reshape(b, n, c))
-            return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+            branch = self.proj(attention(q, k, v).transpose(1, 2).reshape(b, n, c))
+            x = x + (branch if self.ls1 is None else self.ls1 * branch)
+            branch = self.fc2(F.gelu(self.fc1(self.norm2(x))))
+            return x + (branch if self.ls2 is None else self.ls2 * branch)
 
     class SimGCDModel(nn.Module):
-        """DINO's ViT-B/16 and SimGCD's DINOHead (3-layer MLP, weight-normed last layer)."""
+        """DINO's ViT-B/16 or DINOv2's ViT-B/14, and SimGCD's DINOHead (3-layer MLP, weight-normed last
+        layer)."""
 
-        def __init__(self, classes):
+        def __init__(self, classes, model="vit_base_patch16"):
             super().__init__()
-            self.patch = nn.Conv2d(3, DIM, PATCH, PATCH)
+            patch, registers, layer_scale, self.pos_grid = MODELS[model]
+            self.grid = IMG // patch
+            self.patch = nn.Conv2d(3, DIM, patch, patch)
             self.cls = nn.Parameter(torch.randn(1, 1, DIM) * 0.02)
-            self.pos = nn.Parameter(torch.randn(1, (IMG // PATCH) ** 2 + 1, DIM) * 0.02)
-            self.blocks = nn.ModuleList(Block() for _ in range(DEPTH))
+            self.registers = nn.Parameter(torch.randn(1, registers, DIM) * 0.02) if registers else None
+            self.pos = nn.Parameter(torch.randn(1, self.pos_grid ** 2 + 1, DIM) * 0.02)
+            self.blocks = nn.ModuleList(Block(layer_scale) for _ in range(DEPTH))
             self.norm = nn.LayerNorm(DIM, eps=1e-6)
             self.mlp = nn.Sequential(nn.Linear(DIM, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
                                      nn.Linear(2048, 256))
@@ -67,9 +85,19 @@ if torch is not None:
                 if hasattr(nn.utils, "parametrizations") and hasattr(nn.utils.parametrizations, "weight_norm") \
                 else nn.utils.weight_norm(nn.Linear(256, classes, bias=False))
 
+        def position_embedding(self):
+            if self.pos_grid == self.grid:
+                return self.pos
+            # DINOv2's interpolate_pos_encoding, every forward: the stored grid resized bicubically.
+            patches = self.pos[:, 1:].reshape(1, self.pos_grid, self.pos_grid, DIM).permute(0, 3, 1, 2)
+            patches = F.interpolate(patches, size=(self.grid, self.grid), mode="bicubic", antialias=False)
+            return torch.cat([self.pos[:, :1], patches.permute(0, 2, 3, 1).reshape(1, -1, DIM)], 1)
+
         def backbone(self, images):
             x = self.patch(images).flatten(2).transpose(1, 2)
-            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.position_embedding()
+            if self.registers is not None:
+                x = torch.cat([x[:, :1], self.registers.expand(x.shape[0], -1, -1), x[:, 1:]], 1)
             for block in self.blocks:
                 x = block(x)
             return self.norm(x)[:, 0]
@@ -172,7 +200,7 @@ def torch_times(args, precision, workloads, compiled=False):
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.manual_seed(0)
     classes, b = 200, args.batch
-    model = SimGCDModel(classes).to(device)
+    model = SimGCDModel(classes, args.model).to(device)
     model.freeze_as_simgcd()
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1, momentum=0.9,
                                 weight_decay=5e-5)
@@ -223,8 +251,9 @@ def torch_times(args, precision, workloads, compiled=False):
 
 
 def engine_times(args, precision, workloads):
-    command = [args.engine, "--device", args.device, "--precision", precision, "--batch", str(args.batch),
-               "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--workloads", ",".join(workloads)]
+    command = [args.engine, "--device", args.device, "--model", args.model, "--precision", precision, "--batch",
+               str(args.batch), "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--workloads",
+               ",".join(workloads)]
     environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     try:
         run = subprocess.run(command, capture_output=True, text=True, env=environment)
@@ -245,6 +274,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--model", default="vit_base_patch16", choices=sorted(MODELS))
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--precisions", default="fp32,tf32,bf16")
@@ -259,7 +289,8 @@ def main():
     have_torch = torch is not None and (args.device == "cpu" or torch.cuda.is_available())
     if have_torch:
         where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-        print(f"PyTorch {torch.__version__} on {where}; batch {args.batch}, median of {args.iterations} steps")
+        print(f"PyTorch {torch.__version__} on {where}; {args.model}, batch {args.batch}, median of "
+              f"{args.iterations} steps")
     compile_precisions = set(args.compile.split(",")) if have_torch and hasattr(torch, "compile") else set()
     print(f"{'workload':<10} {'precision':<9} {'engine img/s':>13} {'PyTorch img/s':>14} {'ratio':>6} "
           f"{'compiled img/s':>15} {'ratio':>6}")

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Everything this project checks on a GPU, in one call on a machine lent for minutes: the native
-# GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16), a
-# two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train + eval + checkpoint),
-# the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
+# GPU suite, the op benchmark and the step benchmark against PyTorch (fp32, TF32, bf16; DINOv2's
+# ViT-B/14 in bf16), a two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train +
+# eval + checkpoint), the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
 # and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist), and compute-sanitizer's four tools
 # over the native GPU suite (time-bounded subsets, see the sanitize stage). Runs the binaries of
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
@@ -58,6 +58,12 @@ say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohe
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
 
 wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
+# DINOv2's ViT-B/14 (256 patches + CLS, LayerScale) in bf16, eager and compiled, against ViT-B/16's
+# ratios above; with registers for the forward alone.
+wants step && stage step-dinov2 python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step \
+  --model vit_base_patch14_dinov2 --precisions bf16
+wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
+  --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward
 
 # epoch_run PRECISION [ATTENTION]: two epochs of SimGCD + MCDL on ViT-B/16 (random weights), the
 # frozen blocks' attention MCDL_ATTENTION's (default: the engine's). The epoch scores the
