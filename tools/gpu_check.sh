@@ -58,12 +58,13 @@ say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohe
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
 
 wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
-# DINOv2's ViT-B/14 (256 patches + CLS, LayerScale) in bf16, eager and compiled, against ViT-B/16's
-# ratios above; with registers for the forward alone.
+# DINOv2's ViT-B/14 (256 patches + CLS, LayerScale) in bf16 against eager PyTorch, beside ViT-B/16's
+# eager ratios above (no torch.compile column: its compile time would not fit the call); with
+# registers for the forward alone.
 wants step && stage step-dinov2 python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step \
-  --model vit_base_patch14_dinov2 --precisions bf16
+  --model vit_base_patch14_dinov2 --precisions bf16 --compile none
 wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
-  --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward
+  --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward --compile none
 
 # epoch_run PRECISION [ATTENTION]: two epochs of SimGCD + MCDL on ViT-B/16 (random weights), the
 # frozen blocks' attention MCDL_ATTENTION's (default: the engine's). The epoch scores the
