@@ -63,9 +63,10 @@ struct AttentionCase {
 };
 // T = 5: a single partial tile of keys and of queries; 17 and 64: one step of 64 keys; 70: a second
 // step with 6 keys; 130 and 197: three and four steps, queries past the last token in the last
-// warp; every head size the fused kernels take.
-constexpr AttentionCase kAttentionCases[] = {{2, 5, 2, 32},  {1, 17, 2, 64},  {2, 64, 1, 48},
-                                             {2, 70, 1, 48}, {1, 130, 3, 16}, {1, 197, 2, 64}};
+// warp (197: DINO's ViT-B/16 at 224 px); 257 and 261: DINOv2's ViT-B/14 at 224 px, without and
+// with registers, a fifth step of 1 and 5 keys; every head size the fused kernels take.
+constexpr AttentionCase kAttentionCases[] = {{2, 5, 2, 32},   {1, 17, 2, 64},  {2, 64, 1, 48},  {2, 70, 1, 48},
+                                             {1, 130, 3, 16}, {1, 197, 2, 64}, {1, 257, 1, 64}, {1, 261, 1, 64}};
 
 // The selected fused kernel (profiler range `path`) against the CPU reference at every case, then
 // with rising scores: tokens scaled from 0.5 up to 3, so later keys give larger scores and every
@@ -89,12 +90,12 @@ void check_fused_kernel(const std::string& label, const std::string& path, uint6
 
 }  // namespace
 
-TEST_CASE("cuda parity: fused bf16 attention (WMMA) at T = 5 to 197, head sizes 16 to 64, rising scores") {
+TEST_CASE("cuda parity: fused bf16 attention (WMMA) at T = 5 to 261, head sizes 16 to 64, rising scores") {
   if (!testing::cpu_runs_bf16_products()) return;
   check_fused_kernel("fused", "attention_bf16", 100);
 }
 
-TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at T = 5 to 197, head sizes 16 to 64") {
+TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at T = 5 to 261, head sizes 16 to 64") {
   if (!testing::cpu_runs_bf16_products()) return;
   const ScopedEngineSettings flash(&EngineSettings::attention, AttentionAlgorithm::flash);
   check_fused_kernel("flash", "attention_bf16_flash", 200);
