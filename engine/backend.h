@@ -69,7 +69,6 @@
   X(sgd_update) X(adamw_update) X(ema_update) X(uniform)                                                \
   /* bf16_inference.h, gemm.h */                                                                           \
   X(linear_bf16) X(linear_gelu_bf16) X(layer_norm_bf16) X(gelu_bf16) X(softmax_bf16) X(attention_bf16) \
-  X(layer_scale_residual_bf16)                                                                             \
   /* memory_bank.h */                                                                                      \
   X(bank_update) X(bank_consistency) X(bank_mean_probs) X(credibility_buckets) X(one_hot)
 

@@ -52,9 +52,9 @@ Tensor Attention::forward_first_token(const Tensor& x) const {
   return attend(q_heads, reshape(slice(kv_heads, 0, 0, 1), per_head), reshape(slice(kv_heads, 0, 1, 2), per_head));
 }
 
-Tensor Attention::forward_bf16(const Tensor& x, const Tensor& residual) const {
+Tensor Attention::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
   check(x.dim() == 3 && x.size(2) == dim_, "Attention: expected x [B, T, ", dim_, "], got ", x.str());
-  return proj.forward_bf16(bf16_attention(qkv.forward_bf16(x), num_heads_), residual);
+  return proj.forward_bf16(bf16_attention(qkv.forward_bf16(x), num_heads_), residual, gain);
 }
 
 void Attention::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {

@@ -16,8 +16,9 @@ class Attention : public Module {
   // The output for token 0 alone, [B, 1, D]: keys and values for all T tokens, the query of
   // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query).
   Tensor forward_first_token(const Tensor& x) const;
-  // residual + forward(x) on bf16 activations, no graph (the residual added in proj's product).
-  Tensor forward_bf16(const Tensor& x, const Tensor& residual) const;
+  // residual + forward(x) on bf16 activations, no graph (the residual added in proj's product); with
+  // `gain` (LayerScale), residual + gain ⊙ forward(x), the gain folded into proj's bf16 weights.
+  Tensor forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain = Tensor()) const;
 
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;
 

@@ -29,14 +29,9 @@ Tensor Block::forward_first_token(const Tensor& x) const {
 }
 
 Tensor Block::forward_bf16(const Tensor& x) const {
-  if (!ls1_gamma.defined()) {
-    Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x);
-    return mlp.forward_bf16(norm2.forward_bf16(h), h);
-  }
-  // With LayerScale the branch is the bf16 projection without its residual; the gain and the
-  // residual add follow in one pass.
-  Tensor h = bf16_layer_scale_residual(x, attn.forward_bf16(norm1.forward_bf16(x), Tensor()), ls1_gamma);
-  return bf16_layer_scale_residual(h, mlp.forward_bf16(norm2.forward_bf16(h), Tensor()), ls2_gamma);
+  // With LayerScale the gains ride in proj's and fc2's bf16 weights (undefined gains: none).
+  Tensor h = attn.forward_bf16(norm1.forward_bf16(x), x, ls1_gamma);
+  return mlp.forward_bf16(norm2.forward_bf16(h), h, ls2_gamma);
 }
 
 void Block::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {

@@ -21,8 +21,8 @@ class Block : public Module {
   // as forward(x)[:, 0:1] at a fraction of the cost (the last block, when only CLS is used).
   Tensor forward_first_token(const Tensor& x) const;
   // forward() of a frozen block on bf16 activations [B, T, D] (engine/ops/inference.h), the
-  // residual adds fused into the projections (with LayerScale, the gain and the residual add follow
-  // the projection in one pass, computed in f32 as under PyTorch's autocast).
+  // residual adds fused into the projections; with LayerScale the gains are folded into proj's and
+  // fc2's bf16 weights and biases (gain·W, gain·b), so they too cost no pass of their own.
   Tensor forward_bf16(const Tensor& x) const;
 
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;

@@ -13,8 +13,10 @@ class Linear : public Module {
 
   Tensor forward(const Tensor& x) const;  // [..., in] → [..., out]
   // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product);
-  // the weight and bias rounded to bf16 once and kept until they change.
-  Tensor forward_bf16(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // the weight and bias rounded to bf16 once and kept until they change. With `gain` (f32 [out],
+  // DINOv2's LayerScale) residual + gain ⊙ forward(x): the gain folded into the kept bf16 weight
+  // and bias (gain·W, gain·b), so it costs the product nothing.
+  Tensor forward_bf16(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // GELU(forward_bf16(x)) as one op (bf16_linear_gelu).
   Tensor forward_bf16_gelu(const Tensor& x) const;
   void visit_parameters(const std::string& prefix, const ParameterVisitor& visit) override;

@@ -10,8 +10,8 @@ Mlp::Mlp(int64_t dim, int64_t hidden_dim)
 
 Tensor Mlp::forward(const Tensor& x) const { return fc2.forward(gelu(fc1.forward(x))); }
 
-Tensor Mlp::forward_bf16(const Tensor& x, const Tensor& residual) const {
-  return fc2.forward_bf16(fc1.forward_bf16_gelu(x), residual);
+Tensor Mlp::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
+  return fc2.forward_bf16(fc1.forward_bf16_gelu(x), residual, gain);
 }
 
 void Mlp::visit_parameters(const std::string& prefix, const ParameterVisitor& visit) {

@@ -259,12 +259,19 @@ int main(int argc, char** argv) {
                 "attention: %.2fx it\n",
                 "fused ideal", "bf16", ideal_ms, product_flops / (product_ms * 1e9), block_ms / ideal_ms);
     report_memory_op("f32 -> bf16", act_shape, 1.5 * activation, [&] { Tensor z = x.to(DType::bf16); }, copy_gbs);
-    // DINOv2's LayerScale residual x + gamma·branch on bf16 activations: one pass, and the five f32
-    // passes it replaced (the bytes counted are each way's own).
-    report_memory_op("LayerScale residual bf16", act_shape, 3 * act16,
-                     [&] { Tensor z = bf16_layer_scale_residual(x16, x16, gamma); }, copy_gbs);
-    report_memory_op("LayerScale as f32 ops", act_shape, 19 * act16,
-                     [&] { Tensor z = (x16.to(DType::f32) + x16.to(DType::f32) * gamma).to(DType::bf16); }, copy_gbs);
+  }
+  {
+    // A frozen DINOv2 ViT-B/14 block at 224 px (257 tokens, LayerScale folded into proj and fc2)
+    // beside the ViT-B/16 block above, with the default attention.
+    Block block(width, 12, 3072, true, 1e-6, true);
+    block.initialize(31);
+    block.set_requires_grad(false);
+    block.to(Device::cuda());
+    const Tensor x16 = random_on_device({128, 257, width}, 32).to(DType::bf16);
+    const double t = 128.0 * 257, d = static_cast<double>(width);
+    const double flops = 24 * t * d * d + 4.0 * 128 * 12 * 257 * 257 * 64;
+    const double ms = time_ms([&] { Tensor z = block.forward_bf16(x16); });
+    std::printf("%-28s %-18s %9.3f ms %8.1f TFLOP/s\n", "DINOv2 block (T = 257)", "bf16", ms, flops / (ms * 1e9));
   }
   {
     // k-means' assignment at ImageNet-1K's K = 1000: one block of products compared on the device,

@@ -7,8 +7,11 @@
 #include <set>
 #include <string>
 
+#include "engine/autograd.h"
 #include "engine/backend.h"
 #include "engine/dispatch.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/shape.h"
 #include "engine/profile.h"
 #include "engine/settings.h"
 #include "kernels/cuda/bf16_inference.h"
@@ -39,17 +42,40 @@ void note_once(const std::string& message) {
 
 }  // namespace
 
+Bf16Copy::Origin Bf16Copy::Origin::of(const Tensor& t) {
+  if (!t.defined()) return Origin{};
+  return Origin{false, t.storage(), t.storage_offset(), t.shape(), t.storage()->writes()};
+}
+
+bool Bf16Copy::Origin::same(const Tensor& t) const {
+  if (!t.defined() || none) return !t.defined() && none;
+  const std::shared_ptr<Storage>& s = t.storage();
+  return storage.lock() == s && offset == t.storage_offset() && shape == t.shape() && writes == s->writes();
+}
+
 const Tensor& Bf16Copy::of(const Tensor& source) {
   if (source.dtype() == DType::bf16) return source;
-  const std::shared_ptr<Storage>& storage = source.storage();
-  const bool same = copy_.defined() && storage_.lock() == storage && offset_ == source.storage_offset() &&
-                    shape_ == source.shape() && writes_ == storage->writes();
-  if (!same) {
+  if (!copy_.defined() || !source_.same(source) || !gain_.same(Tensor())) {
     copy_ = source.to(DType::bf16);
-    storage_ = storage;
-    offset_ = source.storage_offset();
-    shape_ = source.shape();
-    writes_ = storage->writes();
+    source_ = Origin::of(source);
+    gain_ = Origin{};
+  }
+  return copy_;
+}
+
+const Tensor& Bf16Copy::of_scaled(const Tensor& source, const Tensor& gain) {
+  check_defined("Bf16Copy::of_scaled", source);
+  check_defined("Bf16Copy::of_scaled", gain, "gain");
+  check(source.dim() >= 1 && gain.dtype() == DType::f32 && gain.shape() == Shape{source.size(0)} &&
+            gain.device() == source.device(),
+        "Bf16Copy::of_scaled: gain ", gain, " does not scale the rows of ", source);
+  if (!copy_.defined() || !source_.same(source) || !gain_.same(gain)) {
+    const NoGradGuard no_grad;
+    Shape per_row(static_cast<size_t>(source.dim()), 1);
+    per_row[0] = gain.size(0);
+    copy_ = (source.to(DType::f32) * reshape(gain, per_row)).to(DType::bf16);
+    source_ = Origin::of(source);
+    gain_ = Origin::of(gain);
   }
   return copy_;
 }
@@ -118,25 +144,6 @@ Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 
 Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return bf16_linear_op("bf16_linear_gelu", true, x, weight, bias, Tensor());
-}
-
-Tensor bf16_layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma) {
-  const char* op = "bf16_layer_scale_residual";
-  check_inference_input(op, x, DType::bf16);
-  check_inference_input(op, branch, DType::bf16);
-  check_inference_input(op, gamma, DType::f32);
-  check(x.dim() >= 1 && branch.shape() == x.shape() && branch.device() == x.device(), op, ": branch ", branch,
-        " does not match the input ", x);
-  const int64_t d = x.size(-1);
-  check(gamma.shape() == Shape{d} && gamma.device() == x.device(), op, ": gain ", gamma, " does not fit input ", x);
-  Tensor out = empty(x.shape(), DType::bf16, x.device());
-  if (d > 0) {
-    on_device(x.device(), [&](auto k) {
-      k.layer_scale_residual_bf16(x.ptr<bf16>(), branch.ptr<bf16>(), gamma.ptr<float>(), out.ptr<bf16>(),
-                                  x.numel() / d, d);
-    });
-  }
-  return out;
 }
 
 Tensor bf16_gelu(const Tensor& x) {

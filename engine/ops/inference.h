@@ -19,9 +19,6 @@ Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 // f32 (rounded to bf16 on each call) or already bf16 (Bf16Copy).
 Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 Tensor bf16_gelu(const Tensor& x);
-// x + gamma·branch (DINOv2's LayerScale residual): x and branch bf16 of one shape [..., D], gamma
-// f32 [D]; the f32 ops' roundings (the product, then the sum, in float), one pass instead of five.
-Tensor bf16_layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma);
 // bf16_gelu(bf16_linear(x, weight, bias)) as one op, for an MLP's first layer, the GELU in the
 // form engine_settings().bf16_gelu says (erf by default, or the tanh approximation): on the CPU
 // the GELU runs on the product's fp32 sums inside oneDNN's matmul and the result is rounded once
@@ -31,18 +28,30 @@ Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 // A parameter rounded to bf16 once and kept, for the frozen blocks' products: rounding ViT-B/16's
 // 85 M frozen weights on every forward reads 340 MB and writes 170 MB. The copy is made again
-// when the source is another tensor, or when a writable pointer to its storage was handed out
-// since (Storage::writes: an optimizer step, a load, an initialisation).
+// when the source (or the gain) is another tensor, or when a writable pointer to its storage was
+// handed out since (Storage::writes: an optimizer step, a load, an initialisation).
 class Bf16Copy {
  public:
   // The bf16 copy of `source` (f32; a bf16 tensor is returned as it is).
   const Tensor& of(const Tensor& source);
+  // The bf16 copy of gain·source, the f32 gain [source.size(0)] scaling each row of a weight
+  // [out, in] or each element of a bias [out] (computed in f32, rounded once): DINOv2's LayerScale
+  // folded into a frozen product, residual + gain ⊙ (x·Wᵀ + b) = residual + x·(gain·W)ᵀ + gain·b.
+  const Tensor& of_scaled(const Tensor& source, const Tensor& gain);
 
  private:
-  std::weak_ptr<Storage> storage_;  // the source's, not kept alive by the copy
-  int64_t offset_ = 0;
-  Shape shape_;
-  uint64_t writes_ = 0;
+  // What the kept copy was made from: a tensor's storage (not kept alive by the copy), offset,
+  // shape and write count; `none` for no tensor.
+  struct Origin {
+    bool none = true;
+    std::weak_ptr<Storage> storage;
+    int64_t offset = 0;
+    Shape shape;
+    uint64_t writes = 0;
+    static Origin of(const Tensor& t);
+    bool same(const Tensor& t) const;
+  };
+  Origin source_, gain_;
   Tensor copy_;
 };
 // DINO's attention core on its fused projection qkv [B, T, 3·D] (split into q, k, v and heads as

@@ -52,19 +52,6 @@ inline void gelu_bf16(const bf16* x, bf16* y, int64_t n) {
   });
 }
 
-// y = x + gamma·branch over rows of d elements (DINOv2's LayerScale residual on the bf16 path):
-// per element the product in float, then the sum in float, rounded to bf16 once, the roundings of
-// the f32 ops x + branch·gamma. y may be x or branch.
-inline void layer_scale_residual_bf16(const bf16* x, const bf16* branch, const float* gamma, bf16* y, int64_t rows,
-                                      int64_t d) {
-  parallel_rows(rows, d, [&](int64_t r) {
-    for (int64_t c = r * d; c < (r + 1) * d; ++c) {
-      const float scaled = static_cast<float>(branch[c]) * gamma[c - r * d];
-      y[c] = bf16(static_cast<float>(x[c]) + scaled);
-    }
-  });
-}
-
 // The exp that of the attention (row_float.h). In place allowed (y = x).
 inline void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
   map_rows_in_float(x, y, rows, d, [&](float* row) {

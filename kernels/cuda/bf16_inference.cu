@@ -499,29 +499,6 @@ void launch_attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, 
          scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
 }
 
-__device__ __forceinline__ bf16 layer_scale_sum(bf16 x, bf16 branch, float gamma) {
-  return bf16(__fadd_rn(value_of(x), __fmul_rn(value_of(branch), gamma)));
-}
-
-// With `packed` (d a multiple of 8, the bf16 buffers 16-byte aligned) packs of eight, each inside
-// one row; otherwise one element at a time.
-__global__ void layer_scale_residual_bf16_kernel(const bf16* x, const bf16* branch, const float* gamma, bf16* y,
-                                                 int64_t rows, int64_t d, bool packed) {
-  const int64_t n = rows * d;
-  if (packed) {
-    for (int64_t i = grid_index(); i < n / 8; i += grid_stride()) {
-      const Bf16x8 xs = reinterpret_cast<const Bf16x8*>(x)[i], bs = reinterpret_cast<const Bf16x8*>(branch)[i];
-      const float* g = gamma + (i * 8) % d;
-      Bf16x8 out;
-      MCDL_UNROLL
-      for (int j = 0; j < 8; ++j) out.v[j] = layer_scale_sum(xs.v[j], bs.v[j], g[j]);
-      reinterpret_cast<Bf16x8*>(y)[i] = out;
-    }
-    return;
-  }
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) y[i] = layer_scale_sum(x[i], branch[i], gamma[i % d]);
-}
-
 __global__ void add_rows_bf16_kernel(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {
   for (int64_t i = grid_index(); i < rows * cols; i += grid_stride()) y[i] = bf16(value_of(y[i]) + value_of(bias[i % cols]));
 }
@@ -630,15 +607,6 @@ void attention_bf16_unfused(const bf16* qkv, bf16* scores, bf16* context, int64_
 void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d) {
   if (rows > 0 && d > 0)
     launch(softmax_bf16_kernel, bf16_rows_grid(rows), bf16_rows_block(), 0, engine_stream(), x, y, rows, d);
-}
-
-void layer_scale_residual_bf16(const bf16* x, const bf16* branch, const float* gamma, bf16* y, int64_t rows,
-                               int64_t d) {
-  if (rows <= 0 || d <= 0) return;
-  const auto aligned = [](const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool packed = d % 8 == 0 && aligned(x) && aligned(branch) && aligned(y);
-  launch(layer_scale_residual_bf16_kernel, elementwise_grid(packed ? rows * d / 8 : rows * d),
-         dim3(elementwise_block()), 0, engine_stream(), x, branch, gamma, y, rows, d, packed);
 }
 
 void add_rows_bf16(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {

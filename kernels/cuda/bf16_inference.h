@@ -19,11 +19,6 @@ void gelu_bf16(const bf16* x, bf16* y, int64_t n);
 // y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (kernels/gelu_form.h's gelu_tanh), for
 // linear_gelu_bf16's tanh form where cuBLASLt's epilogue cannot take it.
 void gelu_tanh_bf16(const bf16* x, bf16* y, int64_t n);
-// y = x + gamma·branch over rows of d elements (DINOv2's LayerScale residual), the product and the
-// sum each rounded in float (no fused multiply-add), then one rounding to bf16: the host's bits.
-// y may be x or branch.
-void layer_scale_residual_bf16(const bf16* x, const bf16* branch, const float* gamma, bf16* y, int64_t rows,
-                               int64_t d);
 // y = softmax(x) over each row of d elements; in place allowed (y = x).
 void softmax_bf16(const bf16* x, bf16* y, int64_t rows, int64_t d);
 // DINO's attention core: for each batch entry and head, softmax(scale·q·kᵀ)·v, with q, k and v

@@ -125,3 +125,69 @@ TEST_CASE("bf16 copy: a ViT's frozen blocks round their weights on the first bf1
   const auto second = conversions_in_forward();
   CHECK(first - second == 2 * 4 * 2);  // weight and bias of the 8 frozen products
 }
+
+TEST_CASE("bf16 copy: a scaled copy is gain·source rounded once, kept until the source or the gain changes") {
+  for (const Device device : {Device::cpu(), Device::cuda()}) {
+    CAPTURE(device);
+    Tensor weight = random_tensor({6, 5}, 21, -1, 1, DType::f32).to(device);
+    Tensor gain = random_tensor({6}, 22, -0.5, 0.5, DType::f32).to(device);
+    // Each row (or, for a vector, each element) times its gain in f32, rounded to bf16 once.
+    auto expected = [](const Tensor& source, const Tensor& g) {
+      const std::vector<float> s = source.to(Device::cpu()).to_vector<float>(), gv = g.to(Device::cpu()).to_vector<float>();
+      const size_t per_row = s.size() / gv.size();
+      std::vector<float> out;
+      for (size_t i = 0; i < s.size(); ++i) out.push_back(static_cast<float>(bf16(s[i] * gv[i / per_row])));
+      return out;
+    };
+    auto values = [](const Tensor& t) {
+      CHECK(t.dtype() == DType::bf16);
+      return t.to(DType::f32).to_vector<float>();
+    };
+    Bf16Copy cache;
+    const Tensor first = cache.of_scaled(weight, gain);
+    CHECK(values(first) == expected(weight, gain));
+    CHECK(cache.of_scaled(weight, gain).storage() == first.storage());  // kept
+
+    overwrite(gain, random_tensor({6}, 23, -0.5, 0.5, DType::f32));
+    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    overwrite(weight, random_tensor({6, 5}, 24, -1, 1, DType::f32));
+    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    // The plain copy and the scaled one of one source are not taken for each other.
+    CHECK(values(cache.of(weight)) == rounded(weight));
+    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    const Tensor other_gain = random_tensor({6}, 25, -0.5, 0.5, DType::f32).to(device);
+    CHECK(values(cache.of_scaled(weight, other_gain)) == expected(weight, other_gain));
+
+    const Tensor bias = random_tensor({6}, 26, -1, 1, DType::f32).to(device);
+    CHECK(values(Bf16Copy().of_scaled(bias, gain)) == expected(bias, gain));
+    CHECK_THROWS_WITH(cache.of_scaled(weight, random_tensor({5}, 27, -1, 1, DType::f32).to(device)),
+                      doctest::Contains("does not scale the rows of"));
+  }
+}
+
+TEST_CASE("bf16 copy: a frozen Linear with a gain (LayerScale) is the product with gain·W and gain·b") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  for (const Device device : {Device::cpu(), Device::cuda()}) {
+    CAPTURE(device);
+    Linear layer(5, 4, true, ParamInit::constant(0.25));
+    layer.initialize(7);
+    layer.to(device);
+    layer.set_requires_grad(false);
+    Tensor gain = random_tensor({4}, 30, -0.5, 0.5, DType::f32).to(device);
+    const Tensor x = random_tensor({3, 5}, 31, -1, 1, DType::f32).to(device).to(DType::bf16);
+    const Tensor residual = random_tensor({3, 4}, 32, -1, 1, DType::f32).to(device).to(DType::bf16);
+    auto fresh = [&] {
+      const Tensor w = (layer.weight * reshape(gain, {4, 1})).to(DType::bf16), b = (layer.bias * gain).to(DType::bf16);
+      return bf16_linear(x, w, b, residual).to(DType::f32).to_vector<float>();
+    };
+    auto cached = [&] { return layer.forward_bf16(x, residual, gain).to(DType::f32).to_vector<float>(); };
+    CHECK(cached() == fresh());
+    overwrite(gain, random_tensor({4}, 33, -0.5, 0.5, DType::f32));  // a gain loaded in place
+    CHECK(cached() == fresh());
+    overwrite(layer.weight, random_tensor({4, 5}, 34, -1, 1, DType::f32));
+    CHECK(cached() == fresh());
+    // Without the gain, the plain product again.
+    CHECK(layer.forward_bf16(x, residual).to(DType::f32).to_vector<float>() ==
+          bf16_linear(x, layer.weight, layer.bias, residual).to(DType::f32).to_vector<float>());
+  }
+}

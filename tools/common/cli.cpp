@@ -24,27 +24,17 @@ extern "C" void on_interrupt(int) {
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
 }
 
-// $MCDL_ATTENTION, else the engine's default: how the frozen blocks' bf16 attention runs on a GPU
-// (engine/settings.h), for the run's comparisons of the algorithms.
-AttentionAlgorithm attention_from_environment() {
-  const char* text = std::getenv("MCDL_ATTENTION");
-  if (!text || !*text) return engine_settings().attention;
+// The engine setting the environment variable names (`parse` reads its text), else `fallback`
+// (the engine's default): the run's choice of the frozen blocks' bf16 attention ($MCDL_ATTENTION)
+// and MLP GELU ($MCDL_BF16_GELU) on a GPU (engine/settings.h), for comparing them on one run.
+template <class Value>
+Value setting_from_environment(const char* variable, Value fallback, Value (*parse)(const std::string&)) {
+  const char* text = std::getenv(variable);
+  if (!text || !*text) return fallback;
   try {
-    return parse_attention_algorithm(text);
+    return parse(text);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("MCDL_ATTENTION: ") + e.what() + "; unset it for the default");
-  }
-}
-
-// $MCDL_BF16_GELU, else the engine's default: the GELU of the frozen blocks' bf16 MLP
-// (engine/settings.h), for comparing the two forms on one run.
-GeluForm bf16_gelu_from_environment() {
-  const char* text = std::getenv("MCDL_BF16_GELU");
-  if (!text || !*text) return engine_settings().bf16_gelu;
-  try {
-    return parse_gelu_form(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("MCDL_BF16_GELU: ") + e.what() + "; unset it for the default");
+    throw std::invalid_argument(std::string(variable) + ": " + e.what() + "; unset it for the default");
   }
 }
 
@@ -65,8 +55,12 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   std::signal(SIGXFSZ, SIG_IGN);
   int status = 1;
   try {
-    const ScopedEngineSettings attention(&EngineSettings::attention, attention_from_environment());
-    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, bf16_gelu_from_environment());
+    const ScopedEngineSettings attention(
+        &EngineSettings::attention,
+        setting_from_environment("MCDL_ATTENTION", engine_settings().attention, parse_attention_algorithm));
+    const ScopedEngineSettings gelu(
+        &EngineSettings::bf16_gelu,
+        setting_from_environment("MCDL_BF16_GELU", engine_settings().bf16_gelu, parse_gelu_form));
     status = run(argc, argv);
   } catch (const std::exception& e) {
     if (Collective* world = multi_process_world()) {
