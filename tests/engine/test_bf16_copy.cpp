@@ -81,7 +81,7 @@ TEST_CASE("bf16 copy: kept while the source is unchanged, made again after a wri
   }
 }
 
-TEST_CASE("bf16 copy: a frozen Linear's bf16 forward follows its weights through loads and writes") {
+TEST_CASE("bf16 copy: a frozen Linear's bf16 forward, with or without a gain, follows its weights through writes") {
   if (!testing::cpu_runs_bf16_products()) return;
   for (const Device device : {Device::cpu(), Device::cuda()}) {
     CAPTURE(device);
@@ -93,10 +93,23 @@ TEST_CASE("bf16 copy: a frozen Linear's bf16 forward follows its weights through
     auto fresh = [&] { return bf16_linear(x, layer.weight, layer.bias).to(DType::f32).to_vector<float>(); };
     auto cached = [&] { return layer.forward_bf16(x).to(DType::f32).to_vector<float>(); };
     CHECK(cached() == fresh());
+    // With a gain (LayerScale): the product with gain·W and gain·b, plus the residual.
+    Tensor gain = random_tensor({4}, 30, -0.5, 0.5, DType::f32).to(device);
+    const Tensor residual = random_tensor({3, 4}, 32, -1, 1, DType::f32).to(device).to(DType::bf16);
+    auto fresh_scaled = [&] {
+      const Tensor w = (layer.weight * reshape(gain, {4, 1})).to(DType::bf16), b = (layer.bias * gain).to(DType::bf16);
+      return bf16_linear(x, w, b, residual).to(DType::f32).to_vector<float>();
+    };
+    auto cached_scaled = [&] { return layer.forward_bf16(x, residual, gain).to(DType::f32).to_vector<float>(); };
+    CHECK(cached_scaled() == fresh_scaled());
+    overwrite(gain, random_tensor({4}, 33, -0.5, 0.5, DType::f32));  // a gain loaded in place
+    CHECK(cached_scaled() == fresh_scaled());
+    CHECK(cached() == fresh());
 
     overwrite(layer.weight, random_tensor({4, 5}, 5, -1, 1, DType::f32));  // in place
     overwrite(layer.bias, random_tensor({4}, 6, -1, 1, DType::f32));
     CHECK(cached() == fresh());
+    CHECK(cached_scaled() == fresh_scaled());
 
     layer.load_parameters({{"weight", random_tensor({4, 5}, 8, -1, 1, DType::f32)},
                            {"bias", random_tensor({4}, 9, -1, 1, DType::f32)}});  // replaced
@@ -133,7 +146,8 @@ TEST_CASE("bf16 copy: a scaled copy is gain·source rounded once, kept until the
     Tensor gain = random_tensor({6}, 22, -0.5, 0.5, DType::f32).to(device);
     // Each row (or, for a vector, each element) times its gain in f32, rounded to bf16 once.
     auto expected = [](const Tensor& source, const Tensor& g) {
-      const std::vector<float> s = source.to(Device::cpu()).to_vector<float>(), gv = g.to(Device::cpu()).to_vector<float>();
+      const std::vector<float> s = source.to(Device::cpu()).to_vector<float>();
+      const std::vector<float> gv = g.to(Device::cpu()).to_vector<float>();
       const size_t per_row = s.size() / gv.size();
       std::vector<float> out;
       for (size_t i = 0; i < s.size(); ++i) out.push_back(static_cast<float>(bf16(s[i] * gv[i / per_row])));
@@ -162,32 +176,5 @@ TEST_CASE("bf16 copy: a scaled copy is gain·source rounded once, kept until the
     CHECK(values(Bf16Copy().of_scaled(bias, gain)) == expected(bias, gain));
     CHECK_THROWS_WITH(cache.of_scaled(weight, random_tensor({5}, 27, -1, 1, DType::f32).to(device)),
                       doctest::Contains("does not scale the rows of"));
-  }
-}
-
-TEST_CASE("bf16 copy: a frozen Linear with a gain (LayerScale) is the product with gain·W and gain·b") {
-  if (!testing::cpu_runs_bf16_products()) return;
-  for (const Device device : {Device::cpu(), Device::cuda()}) {
-    CAPTURE(device);
-    Linear layer(5, 4, true, ParamInit::constant(0.25));
-    layer.initialize(7);
-    layer.to(device);
-    layer.set_requires_grad(false);
-    Tensor gain = random_tensor({4}, 30, -0.5, 0.5, DType::f32).to(device);
-    const Tensor x = random_tensor({3, 5}, 31, -1, 1, DType::f32).to(device).to(DType::bf16);
-    const Tensor residual = random_tensor({3, 4}, 32, -1, 1, DType::f32).to(device).to(DType::bf16);
-    auto fresh = [&] {
-      const Tensor w = (layer.weight * reshape(gain, {4, 1})).to(DType::bf16), b = (layer.bias * gain).to(DType::bf16);
-      return bf16_linear(x, w, b, residual).to(DType::f32).to_vector<float>();
-    };
-    auto cached = [&] { return layer.forward_bf16(x, residual, gain).to(DType::f32).to_vector<float>(); };
-    CHECK(cached() == fresh());
-    overwrite(gain, random_tensor({4}, 33, -0.5, 0.5, DType::f32));  // a gain loaded in place
-    CHECK(cached() == fresh());
-    overwrite(layer.weight, random_tensor({4, 5}, 34, -1, 1, DType::f32));
-    CHECK(cached() == fresh());
-    // Without the gain, the plain product again.
-    CHECK(layer.forward_bf16(x, residual).to(DType::f32).to_vector<float>() ==
-          bf16_linear(x, layer.weight, layer.bias, residual).to(DType::f32).to_vector<float>());
   }
 }
