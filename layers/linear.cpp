@@ -12,10 +12,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamI
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
 
 Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
-  if (!gain.defined())
-    return bf16_linear(x, weight_bf16_.of(weight), bias.defined() ? bias_bf16_.of(bias) : Tensor(), residual);
-  return bf16_linear(x, weight_bf16_.of_scaled(weight, gain),
-                     bias.defined() ? bias_bf16_.of_scaled(bias, gain) : Tensor(), residual);
+  return bf16_linear(x, weight_bf16_.of(weight, gain), bias.defined() ? bias_bf16_.of(bias, gain) : Tensor(),
+                     residual);
 }
 
 Tensor Linear::forward_bf16_gelu(const Tensor& x) const {

@@ -53,27 +53,23 @@ bool Bf16Copy::Origin::same(const Tensor& t) const {
   return storage.lock() == s && offset == t.storage_offset() && shape == t.shape() && writes == s->writes();
 }
 
-const Tensor& Bf16Copy::of(const Tensor& source) {
-  if (source.dtype() == DType::bf16) return source;
-  if (!copy_.defined() || !source_.same(source) || !gain_.same(Tensor())) {
-    copy_ = source.to(DType::bf16);
-    source_ = Origin::of(source);
-    gain_ = Origin{};
+const Tensor& Bf16Copy::of(const Tensor& source, const Tensor& gain) {
+  if (!gain.defined() && source.dtype() == DType::bf16) return source;
+  if (gain.defined()) {
+    check_defined("Bf16Copy::of", source);
+    check(source.dim() >= 1 && gain.dtype() == DType::f32 && gain.shape() == Shape{source.size(0)} &&
+              gain.device() == source.device(),
+          "Bf16Copy::of: gain ", gain, " does not scale the rows of ", source);
   }
-  return copy_;
-}
-
-const Tensor& Bf16Copy::of_scaled(const Tensor& source, const Tensor& gain) {
-  check_defined("Bf16Copy::of_scaled", source);
-  check_defined("Bf16Copy::of_scaled", gain, "gain");
-  check(source.dim() >= 1 && gain.dtype() == DType::f32 && gain.shape() == Shape{source.size(0)} &&
-            gain.device() == source.device(),
-        "Bf16Copy::of_scaled: gain ", gain, " does not scale the rows of ", source);
   if (!copy_.defined() || !source_.same(source) || !gain_.same(gain)) {
-    const NoGradGuard no_grad;
-    Shape per_row(static_cast<size_t>(source.dim()), 1);
-    per_row[0] = gain.size(0);
-    copy_ = (source.to(DType::f32) * reshape(gain, per_row)).to(DType::bf16);
+    if (gain.defined()) {
+      const NoGradGuard no_grad;
+      Shape per_row(static_cast<size_t>(source.dim()), 1);
+      per_row[0] = gain.size(0);
+      copy_ = (source.to(DType::f32) * reshape(gain, per_row)).to(DType::bf16);
+    } else {
+      copy_ = source.to(DType::bf16);
+    }
     source_ = Origin::of(source);
     gain_ = Origin::of(gain);
   }

@@ -32,12 +32,11 @@ Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bia
 // handed out since (Storage::writes: an optimizer step, a load, an initialisation).
 class Bf16Copy {
  public:
-  // The bf16 copy of `source` (f32; a bf16 tensor is returned as it is).
-  const Tensor& of(const Tensor& source);
-  // The bf16 copy of gain·source, the f32 gain [source.size(0)] scaling each row of a weight
-  // [out, in] or each element of a bias [out] (computed in f32, rounded once): DINOv2's LayerScale
-  // folded into a frozen product, residual + gain ⊙ (x·Wᵀ + b) = residual + x·(gain·W)ᵀ + gain·b.
-  const Tensor& of_scaled(const Tensor& source, const Tensor& gain);
+  // The bf16 copy of `source` (f32; without a gain, a bf16 tensor is returned as it is). With
+  // `gain`, of gain·source: the f32 gain [source.size(0)] scales each row of a weight [out, in] or
+  // each element of a bias [out] (in f32, rounded once), DINOv2's LayerScale folded into a frozen
+  // product: residual + gain ⊙ (x·Wᵀ + b) = residual + x·(gain·W)ᵀ + gain·b.
+  const Tensor& of(const Tensor& source, const Tensor& gain = Tensor());
 
  private:
   // What the kept copy was made from: a tensor's storage (not kept alive by the copy), offset,

@@ -158,23 +158,23 @@ TEST_CASE("bf16 copy: a scaled copy is gain·source rounded once, kept until the
       return t.to(DType::f32).to_vector<float>();
     };
     Bf16Copy cache;
-    const Tensor first = cache.of_scaled(weight, gain);
+    const Tensor first = cache.of(weight, gain);
     CHECK(values(first) == expected(weight, gain));
-    CHECK(cache.of_scaled(weight, gain).storage() == first.storage());  // kept
+    CHECK(cache.of(weight, gain).storage() == first.storage());  // kept
 
     overwrite(gain, random_tensor({6}, 23, -0.5, 0.5, DType::f32));
-    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    CHECK(values(cache.of(weight, gain)) == expected(weight, gain));
     overwrite(weight, random_tensor({6, 5}, 24, -1, 1, DType::f32));
-    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    CHECK(values(cache.of(weight, gain)) == expected(weight, gain));
     // The plain copy and the scaled one of one source are not taken for each other.
     CHECK(values(cache.of(weight)) == rounded(weight));
-    CHECK(values(cache.of_scaled(weight, gain)) == expected(weight, gain));
+    CHECK(values(cache.of(weight, gain)) == expected(weight, gain));
     const Tensor other_gain = random_tensor({6}, 25, -0.5, 0.5, DType::f32).to(device);
-    CHECK(values(cache.of_scaled(weight, other_gain)) == expected(weight, other_gain));
+    CHECK(values(cache.of(weight, other_gain)) == expected(weight, other_gain));
 
     const Tensor bias = random_tensor({6}, 26, -1, 1, DType::f32).to(device);
-    CHECK(values(Bf16Copy().of_scaled(bias, gain)) == expected(bias, gain));
-    CHECK_THROWS_WITH(cache.of_scaled(weight, random_tensor({5}, 27, -1, 1, DType::f32).to(device)),
+    CHECK(values(Bf16Copy().of(bias, gain)) == expected(bias, gain));
+    CHECK_THROWS_WITH(cache.of(weight, random_tensor({5}, 27, -1, 1, DType::f32).to(device)),
                       doctest::Contains("does not scale the rows of"));
   }
 }

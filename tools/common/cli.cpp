@@ -24,15 +24,18 @@ extern "C" void on_interrupt(int) {
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
 }
 
-// The engine setting the environment variable names (`parse` reads its text), else `fallback`
-// (the engine's default): the run's choice of the frozen blocks' bf16 attention ($MCDL_ATTENTION)
-// and MLP GELU ($MCDL_BF16_GELU) on a GPU (engine/settings.h), for comparing them on one run.
+// The engine settings with `field` as the environment variable names it (`parse` reads its text),
+// unchanged when it is unset: the run's choice of the frozen blocks' bf16 attention
+// ($MCDL_ATTENTION) and MLP GELU ($MCDL_BF16_GELU) on a GPU (engine/settings.h), for comparing
+// them on one run.
 template <class Value>
-Value setting_from_environment(const char* variable, Value fallback, Value (*parse)(const std::string&)) {
+EngineSettings setting_from_environment(EngineSettings settings, const char* variable, Value EngineSettings::*field,
+                                        Value (*parse)(const std::string&)) {
   const char* text = std::getenv(variable);
-  if (!text || !*text) return fallback;
+  if (!text || !*text) return settings;
   try {
-    return parse(text);
+    settings.*field = parse(text);
+    return settings;
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string(variable) + ": " + e.what() + "; unset it for the default");
   }
@@ -55,12 +58,11 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
   std::signal(SIGXFSZ, SIG_IGN);
   int status = 1;
   try {
-    const ScopedEngineSettings attention(
-        &EngineSettings::attention,
-        setting_from_environment("MCDL_ATTENTION", engine_settings().attention, parse_attention_algorithm));
-    const ScopedEngineSettings gelu(
-        &EngineSettings::bf16_gelu,
-        setting_from_environment("MCDL_BF16_GELU", engine_settings().bf16_gelu, parse_gelu_form));
+    EngineSettings settings = engine_settings();
+    settings = setting_from_environment(settings, "MCDL_ATTENTION", &EngineSettings::attention,
+                                        parse_attention_algorithm);
+    settings = setting_from_environment(settings, "MCDL_BF16_GELU", &EngineSettings::bf16_gelu, parse_gelu_form);
+    const ScopedEngineSettings from_environment(settings);
     status = run(argc, argv);
   } catch (const std::exception& e) {
     if (Collective* world = multi_process_world()) {
