@@ -44,6 +44,14 @@ GeluForm parse_gelu_form(const std::string& text) {
   throw std::invalid_argument("expected erf or tanh, got '" + text + "'");
 }
 
+const char* cuda_graphs_name(CudaGraphs graphs) { return graphs == CudaGraphs::frozen ? "frozen" : "off"; }
+
+CudaGraphs parse_cuda_graphs(const std::string& text) {
+  for (CudaGraphs graphs : {CudaGraphs::off, CudaGraphs::frozen})
+    if (text == cuda_graphs_name(graphs)) return graphs;
+  throw std::invalid_argument("expected off or frozen, got '" + text + "'");
+}
+
 EngineSettings engine_settings() { return current.load(std::memory_order_relaxed); }
 
 ScopedEngineSettings::ScopedEngineSettings(const EngineSettings& settings) : previous_(engine_settings()) {

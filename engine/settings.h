@@ -1,5 +1,5 @@
 // The engine's process-wide switches in one value: how f32 products, the bf16 attention and the
-// bf16 MLP's GELU run, and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
+// bf16 MLP's GELU run, whether the frozen blocks run as CUDA graphs, and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
 //
 // Threads: there is one current value per process, read through engine_settings() by any thread
 // (OpenMP workers run the ops, data-loader threads allocate storage). It changes only through
@@ -47,6 +47,15 @@ AttentionAlgorithm parse_attention_algorithm(const std::string& text);
 const char* gelu_form_name(GeluForm form);
 GeluForm parse_gelu_form(const std::string& text);
 
+// Whether the frozen blocks' forward runs as CUDA graphs on a CUDA device: off (the default until
+// a GPU has timed it), or frozen (VisionTransformer::forward_frozen without a gradient: a graph per
+// input shape seen twice, replayed from then on, bit for bit the eager result;
+// layers/frozen_graphs.h). The tools take the run's choice from $MCDL_CUDA_GRAPHS.
+enum class CudaGraphs : uint8_t { off, frozen };
+// "off", "frozen"; parse_cuda_graphs throws std::invalid_argument naming the choices otherwise.
+const char* cuda_graphs_name(CudaGraphs graphs);
+CudaGraphs parse_cuda_graphs(const std::string& text);
+
 // One-byte enums: the whole struct fits 8 bytes, a lock-free atomic. alignas(8): with only its
 // members' 4-byte alignment clang compiles libstdc++'s atomic load and store of it into calls to
 // libatomic (__atomic_load), which the fuzz build does not link.
@@ -54,13 +63,14 @@ struct alignas(8) EngineSettings {
   MatmulPrecision matmul_precision = MatmulPrecision::fp32;
   AttentionAlgorithm attention = AttentionAlgorithm::fused;
   GeluForm bf16_gelu = GeluForm::erf;
+  CudaGraphs cuda_graphs = CudaGraphs::off;
   // Every new storage filled with NaN bytes (0xFF) before use, so that a kernel that leaves part
   // of a fresh buffer unwritten shows in the tests.
   bool poison_new_storage = false;
   // 0, or a multiple of 32 up to 1024 that every CUDA launcher uses instead of its preferred
   // block size (the parity tests run each kernel at a second size). The launchers sit below the
   // engine, so a guard hands it to them (cuda::set_block_size_override).
-  unsigned block_size_override = 0;
+  uint16_t block_size_override = 0;
 };
 
 EngineSettings engine_settings();

@@ -4,6 +4,7 @@
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
+#include "engine/settings.h"
 #include "layers/pos_embed.h"
 
 namespace mcdl {
@@ -19,7 +20,8 @@ VisionTransformer::VisionTransformer(const VitConfig& config)
       pos_embed(new_parameter({1, 1 + config.pos_grid_size() * config.pos_grid_size(), config.embed_dim})),
       patch_embed(config.in_chans, config.embed_dim, config.patch_size),
       norm(config.embed_dim, config.norm_eps),
-      config_(config) {
+      config_(config),
+      frozen_graphs_(std::make_shared<FrozenGraphs>()) {
   if (config.num_registers > 0) register_tokens = new_parameter({1, config.num_registers, config.embed_dim});
   blocks.reserve(static_cast<size_t>(config.depth));
   for (int64_t i = 0; i < config.depth; ++i)
@@ -40,11 +42,15 @@ Tensor VisionTransformer::prepare_tokens(const Tensor& images) {
                 1);
 }
 
+bool VisionTransformer::prefix_needs_grad(const Tensor& images) {
+  return images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() ||
+         (register_tokens.defined() && register_tokens.requires_grad()) || patch_embed.any_trainable();
+}
+
 Tensor VisionTransformer::run_frozen_prefix(const Tensor& images, size_t limit, size_t& end) {
   end = 0;
   while (end < limit && !blocks[end].any_trainable()) ++end;
-  const bool needs_grad = images.requires_grad() || cls_token.requires_grad() || pos_embed.requires_grad() ||
-                          (register_tokens.defined() && register_tokens.requires_grad()) || patch_embed.any_trainable();
+  const bool needs_grad = prefix_needs_grad(images);
   std::optional<NoGradGuard> no_grad;
   if (!needs_grad) no_grad.emplace();
   Tensor x = prepare_tokens(images);
@@ -69,8 +75,19 @@ int64_t VisionTransformer::frozen_depth() {
 }
 
 Tensor VisionTransformer::forward_frozen(const Tensor& images) {
-  size_t end = 0;
-  return run_frozen_prefix(images, blocks.size() - 1, end);
+  const auto eager = [this](const Tensor& x) {
+    size_t end = 0;
+    return run_frozen_prefix(x, blocks.size() - 1, end);
+  };
+  if (engine_settings().cuda_graphs == CudaGraphs::off || !images.device().is_cuda() || prefix_needs_grad(images))
+    return eager(images);
+  // What the prefix reads: the token parameters, the patch embedding and the frozen blocks.
+  std::vector<Tensor> frozen{cls_token, pos_embed};
+  if (register_tokens.defined()) frozen.push_back(register_tokens);
+  const ParameterVisitor collect = [&](const std::string&, Tensor& p, const ParamInit&) { frozen.push_back(p); };
+  patch_embed.visit_parameters("", collect);
+  for (int64_t i = 0; i < frozen_depth(); ++i) blocks[static_cast<size_t>(i)].visit_parameters("", collect);
+  return frozen_graphs_->run(images, frozen, eager);
 }
 
 Tensor VisionTransformer::forward_from_frozen(const Tensor& tokens) {

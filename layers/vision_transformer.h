@@ -33,9 +33,11 @@
 // before the first trainable block runs under NoGradGuard when nothing there needs a gradient
 // (no graph is recorded for frozen blocks).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "layers/block.h"
+#include "layers/frozen_graphs.h"
 #include "layers/layer_norm.h"
 #include "layers/patch_embed.h"
 #include "layers/pos_embed.h"
@@ -63,7 +65,10 @@ class VisionTransformer : public Module {
   // frozen_depth() = the leading blocks with no trainable parameter (at most depth − 1);
   // forward_frozen(images) = the tokens after them, [B, 1 + R + N, D], with no graph when nothing
   // there trains; forward_from_frozen(tokens) = the remaining blocks, final norm, CLS [B, D].
-  // forward_from_frozen(forward_frozen(x)) == forward(x) exactly.
+  // forward_from_frozen(forward_frozen(x)) == forward(x) exactly. With EngineSettings::cuda_graphs
+  // = frozen, forward_frozen replays a CUDA graph per input shape (layers/frozen_graphs.h), the
+  // same bits; frozen_graphs() says how often it recorded and replayed.
+  const FrozenGraphs& frozen_graphs() const { return *frozen_graphs_; }
   int64_t frozen_depth();
   Tensor forward_frozen(const Tensor& images);
   Tensor forward_from_frozen(const Tensor& tokens);
@@ -87,9 +92,14 @@ class VisionTransformer : public Module {
   // gradient (then, in bf16 matmul precision, on bf16 activations: Block::forward_bf16); `end` =
   // the first block with a trainable parameter, at most `limit`.
   Tensor run_frozen_prefix(const Tensor& images, size_t limit, size_t& end);
+  // Whether the tokens before the first block need a gradient (then nothing runs under NoGradGuard).
+  bool prefix_needs_grad(const Tensor& images);
 
   VitConfig config_;
   PosEmbedResizer resize_pos_embed_;
+  // forward_frozen's CUDA graphs (EngineSettings::cuda_graphs). Copies of the model share them:
+  // a graph is replayed only for the parameter storages it was recorded with.
+  std::shared_ptr<FrozenGraphs> frozen_graphs_;
 };
 
 }  // namespace mcdl

@@ -9,6 +9,7 @@
 // Compute only: the views are made once on the device, as tools/bench_torch_step.py does for
 // PyTorch. Prints "workload<TAB>precision<TAB>ms per step<TAB>images per second" (images: the
 // batch's samples, whatever number of views each has) for `make bench` / `make bench-gpu`.
+// --cuda-graphs frozen replays the frozen blocks' forward as CUDA graphs (layers/frozen_graphs.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,13 +38,14 @@ using namespace mcdl;
 namespace {
 
 struct Settings {
-  std::string device = "auto", model = "vit_base_patch16", precision = "fp32", workloads = "forward,simgcd,mcdl";
+  std::string device = "auto", model = "vit_base_patch16", precision = "fp32", workloads = "forward,simgcd,mcdl",
+              cuda_graphs = "off";
   int64_t batch = 128, iterations = 10, warmup = 3, classes = 200;
 };
 
 const char* const usage =
     "usage: bench_step [--device auto|cpu|cuda] [--model NAME] [--precision fp32|tf32|bf16] [--batch N]\n"
-    "                  [--iterations N] [--warmup N] [--workloads forward,simgcd,mcdl]\n";
+    "                  [--iterations N] [--warmup N] [--workloads forward,simgcd,mcdl] [--cuda-graphs off|frozen]\n";
 
 Settings parse(int argc, char** argv) {
   Settings s;
@@ -55,6 +57,7 @@ Settings parse(int argc, char** argv) {
     else if (arg == "--model") s.model = value;
     else if (arg == "--precision") s.precision = value;
     else if (arg == "--workloads") s.workloads = value;
+    else if (arg == "--cuda-graphs") s.cuda_graphs = value;
     else if (arg == "--batch") s.batch = std::stoll(value);
     else if (arg == "--iterations") s.iterations = std::stoll(value);
     else if (arg == "--warmup") s.warmup = std::stoll(value);
@@ -117,9 +120,10 @@ int main(int argc, char** argv) {
     const Device device = select_device(s.device);
     const ScopedEngineSettings precision(&EngineSettings::matmul_precision,
                                          select_matmul_precision(s.precision, device));
-    std::fprintf(stderr, "bench_step: %s + SimGCD head, batch %lld, %s, %s\n", s.model.c_str(),
+    const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, parse_cuda_graphs(s.cuda_graphs));
+    std::fprintf(stderr, "bench_step: %s + SimGCD head, batch %lld, %s, %s, CUDA graphs %s\n", s.model.c_str(),
                  static_cast<long long>(s.batch), device.is_cuda() ? cuda::device_description().c_str() : "CPU",
-                 s.precision.c_str());
+                 s.precision.c_str(), s.cuda_graphs.c_str());
 
     ModelConfig config;
     config.backbone = parse_model_config(s.model).backbone;

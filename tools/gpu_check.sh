@@ -63,19 +63,31 @@ wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch
 # registers for the forward alone.
 wants step && stage step-dinov2 python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step \
   --model vit_base_patch14_dinov2 --precisions bf16 --compile none
+# The frozen blocks' forward as CUDA graphs against eager, the engine alone in bf16, alternated
+# twice (docs/performance.md, "CUDA graphs of the frozen blocks": the rule that decides the default).
+step_graphs() {
+  for round in 1 2; do
+    for graphs in off frozen; do
+      build/bench_step --device cuda --precision bf16 --batch 128 --cuda-graphs "$graphs" 2>&1 |
+        sed "s/^/round $round, graphs $graphs: /"
+    done
+  done
+}
+wants step && stage step-graphs step_graphs
 wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
   --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward --compile none
 
-# epoch_run PRECISION [ATTENTION]: two epochs of SimGCD + MCDL on ViT-B/16 (random weights), the
-# frozen blocks' attention MCDL_ATTENTION's (default: the engine's). The epoch scores the
+# epoch_run PRECISION [ATTENTION] [GRAPHS]: two epochs of SimGCD + MCDL on ViT-B/16 (random
+# weights), the frozen blocks' attention MCDL_ATTENTION's (default: the engine's), their forward
+# as CUDA graphs with GRAPHS = frozen (MCDL_CUDA_GRAPHS). The epoch scores the
 # unlabelled images only, the workload the performance issue defines and earlier reports timed
 # (the test split would add an evaluation of its 5,794 images).
 epoch_run() {
-  local run="/tmp/run-$1${2:+-$2}"
-  MCDL_ATTENTION=${2:-} ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
+  local run="/tmp/run-$1${2:+-$2}${3:+-graphs-$3}"
+  MCDL_ATTENTION=${2:-} MCDL_CUDA_GRAPHS=${3:-} ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
     --precision "$1" --progress false --eval-on unlabelled --out "$run" &&
     for column in train_seconds eval_seconds eval_features_seconds eval_cluster_seconds eval_report_seconds seconds; do
-      echo "$column per epoch ($1${2:+, $2 attention}): $(cut -d, -f"$(head -1 "$run/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "$run/metrics.csv" | tail -n +2 | tr '\n' ' ')"
+      echo "$column per epoch ($1${2:+, $2 attention}${3:+, CUDA graphs $3}): $(cut -d, -f"$(head -1 "$run/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "$run/metrics.csv" | tail -n +2 | tr '\n' ' ')"
     done &&
     du -sh "$run/checkpoints"
 }
@@ -83,6 +95,7 @@ if wants epoch; then
   [ -d /tmp/cub ] || stage synthetic-cub python3 tools/make_synthetic_cub.py /tmp/cub
   for precision in fp32 bf16; do stage "epoch-$precision" epoch_run "$precision"; done
   stage epoch-bf16-cudnn epoch_run bf16 cudnn
+  stage epoch-bf16-graphs epoch_run bf16 "" frozen
 fi
 
 if wants fidelity && [ -d /tmp/run-fp32 ]; then

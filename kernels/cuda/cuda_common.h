@@ -16,6 +16,9 @@ namespace mcdl::cuda {
 
 // The stream every engine kernel and copy is ordered on (one per process).
 cudaStream_t engine_stream();
+// Throws CaptureError (runtime.h) while a CUDA graph is being captured: an upload's staging copy
+// would be replayed from host memory that has been reused since.
+void refuse_upload_in_capture();
 
 [[noreturn]] inline void throw_cuda_error(const char* call, const char* file, int line, const std::string& what) {
   throw std::runtime_error(std::string("CUDA call failed: ") + call + " at " + file + ":" + std::to_string(line) +

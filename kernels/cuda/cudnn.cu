@@ -1,5 +1,6 @@
 #include "kernels/cuda/cudnn.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,18 @@ CudnnLibrary load(const std::string& path) {
   resolve(handle, path, "cudnnBackendGetAttribute", lib.get_attribute);
   resolve(handle, path, "cudnnBackendExecute", lib.execute);
   lib.emulated = runtime_library_symbol(handle, "mcdl_cudnn_emulated") != nullptr;
+#ifndef __CUDACC__
+  // The emulated cuDNN queues its executions through this program's emulated streams, so that a
+  // capture (CUDA graph) records them as it records kernels.
+  using StreamQueue = bool (*)(cudaStream_t, std::function<void()>);
+  if (auto set_queue = reinterpret_cast<void (*)(StreamQueue)>(
+          runtime_library_symbol(handle, "mcdl_cudnn_emu_set_stream_queue")))
+    set_queue([](cudaStream_t stream, std::function<void()> work) {
+      if (!emu::stream_usable(stream)) return false;
+      emu::on_stream(stream, std::move(work));
+      return true;
+    });
+#endif
   lib.version = lib.get_version();
   if (lib.version < 90000)
     throw std::runtime_error(path + " is cuDNN " + std::to_string(lib.version) +

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <exception>
 #include <mutex>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kernels/cuda/cuda_common.h"
@@ -71,6 +74,27 @@ Releases& releases() {
 void report_if_failed(cudaError_t status, const char* what) {
   if (status != cudaSuccess) report_release_failure(what, std::string(cudaGetErrorName(status)) + ": " +
                                                               cudaGetErrorString(status));
+}
+
+// The capture in progress (CapturedGraph::capture): what it allocated and has not freed, and what
+// it could not hold.
+struct CaptureState {
+  std::mutex mutex;
+  bool active = false;
+  std::unordered_set<void*> allocated;  // during the capture, not yet freed in it
+  std::vector<void*> frees_after;       // allocated before the capture, freed during it: freed after it
+  std::string fault;                    // the first thing the graph could not hold
+};
+CaptureState& capture_state() {
+  static CaptureState* const instance = new CaptureState();
+  return *instance;
+}
+
+// Throws CaptureError for `what` (a host wait, an upload) during a capture.
+void refuse_in_capture(const char* what) {
+  if (capturing())
+    throw CaptureError(std::string(what) + " cannot be part of a CUDA graph: the host would need the device's "
+                       "results (or give it host memory) while the work is only being recorded");
 }
 
 }  // namespace
@@ -147,15 +171,32 @@ void* device_alloc(size_t bytes) {
   require_device("device_alloc");
   void* pointer = nullptr;
   MCDL_CUDA_CHECK(cudaMallocAsync(&pointer, bytes == 0 ? 1 : bytes, engine_stream()));
+  CaptureState& capture = capture_state();
+  std::lock_guard<std::mutex> lock(capture.mutex);
+  if (capture.active) capture.allocated.insert(pointer);
   return pointer;
 }
 
 void device_free(void* pointer) {
-  if (pointer) MCDL_CUDA_CHECK(cudaFreeAsync(pointer, engine_stream()));
+  if (!pointer) return;
+  {
+    CaptureState& capture = capture_state();
+    std::lock_guard<std::mutex> lock(capture.mutex);
+    // Freeing older memory inside a graph would free it again at every replay: refused, and freed
+    // once the capture has ended.
+    if (capture.active && !capture.allocated.erase(pointer)) {
+      capture.frees_after.push_back(pointer);
+      if (capture.fault.empty())
+        capture.fault = "device memory allocated before the capture was freed during it (a cache replaced?)";
+      return;
+    }
+  }
+  MCDL_CUDA_CHECK(cudaFreeAsync(pointer, engine_stream()));
 }
 
 void copy_device_to_host(void* host_dst, const void* device_src, size_t bytes) {
   if (bytes == 0) return;
+  refuse_in_capture("a copy to the host (copy_device_to_host)");
   MCDL_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, engine_stream()));
   MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
 }
@@ -198,7 +239,86 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats) {
 }
 
 void synchronize() {
+  refuse_in_capture("a wait for the device (synchronize)");
   if (device_available()) MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
+}
+
+bool capturing() {
+  CaptureState& capture = capture_state();
+  std::lock_guard<std::mutex> lock(capture.mutex);
+  return capture.active;
+}
+
+void refuse_upload_in_capture() { refuse_in_capture("an upload from host memory (copy_host_to_device)"); }
+
+std::unique_ptr<CapturedGraph> CapturedGraph::capture(const std::function<void()>& work) {
+  require_device("CapturedGraph::capture");
+  const cudaStream_t stream = engine_stream();
+  CaptureState& state = capture_state();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.active) throw CaptureError("a CUDA graph capture is already in progress");
+    MCDL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    state.active = true;
+  }
+  std::exception_ptr failure;
+  try {
+    work();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  size_t kept = 0;
+  std::vector<void*> frees_after;
+  std::string fault;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.active = false;
+    kept = state.allocated.size();
+    state.allocated.clear();
+    frees_after.swap(state.frees_after);
+    fault.swap(state.fault);
+  }
+  for (void* pointer : frees_after) device_free(pointer);
+  auto discard = [&] {
+    if (graph) report_if_failed(cudaGraphDestroy(graph), "a CUDA graph");
+  };
+  if (failure) {
+    discard();
+    std::rethrow_exception(failure);
+  }
+  if (!fault.empty()) {
+    discard();
+    throw CaptureError("CUDA graph capture: " + fault);
+  }
+  if (ended != cudaSuccess) {
+    discard();
+    throw CaptureError(std::string("CUDA graph capture: the runtime refused it: ") + cudaGetErrorName(ended) + ": " +
+                       cudaGetErrorString(ended));
+  }
+  if (kept > 0) {
+    discard();
+    throw std::logic_error("CUDA graph capture: " + std::to_string(kept) +
+                           " device allocations made during the capture outlived it (memory a graph owns is valid "
+                           "only inside it): run the work once before capturing it, so that its caches exist");
+  }
+  cudaGraphExec_t executable = nullptr;
+  if (const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0); made != cudaSuccess) {
+    discard();
+    throw CaptureError(std::string("CUDA graph capture: cudaGraphInstantiate failed: ") + cudaGetErrorName(made) +
+                       ": " + cudaGetErrorString(made));
+  }
+  return std::unique_ptr<CapturedGraph>(new CapturedGraph(graph, executable));
+}
+
+CapturedGraph::~CapturedGraph() {
+  report_if_failed(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(executable_)), "a CUDA graph's executable");
+  report_if_failed(cudaGraphDestroy(static_cast<cudaGraph_t>(graph_)), "a CUDA graph");
+}
+
+void CapturedGraph::replay() {
+  MCDL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(executable_), engine_stream()));
 }
 
 void profile_range_push(const char* name) {

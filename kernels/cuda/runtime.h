@@ -3,6 +3,9 @@
 // without nvcc these run on the CPU emulator, which reports no device.
 #pragma once
 #include <cstddef>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,41 @@ double time_on_device_ms(void (*work)(void*), void* context, int repeats);
 
 // Waits until all queued work on the engine stream has finished (errors inside kernels show here).
 void synchronize();
+
+// A CUDA graph of the engine stream's work: a fixed sequence of kernels, copies and library calls
+// recorded once (stream capture) and replayed with one launch, the host's per-kernel launch cost
+// gone. A replay reads and writes the addresses the recording used, with the host values (kernel
+// arguments, scales) it had then.
+class CapturedGraph {
+ public:
+  // Records, instead of running, the device work that `work` queues on the engine stream. Throws
+  // CaptureError, with the engine stream as it was before, when `work` does what a graph cannot
+  // hold: a host wait for the device (a read-back), an upload from host memory, the free of memory
+  // allocated before the capture. The device memory `work` allocates becomes the graph's, with
+  // its address fixed for every replay, so `work` must free all of it (its intermediates);
+  // memory it keeps (a cache filled during the capture) is a logic_error: run `work` once before
+  // capturing it. An exception from `work` itself ends the capture and is rethrown.
+  static std::unique_ptr<CapturedGraph> capture(const std::function<void()>& work);
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+
+  // Queues the recorded work on the engine stream.
+  void replay();
+
+ private:
+  CapturedGraph(void* graph, void* executable) : graph_(graph), executable_(executable) {}
+  void* graph_;       // cudaGraph_t
+  void* executable_;  // cudaGraphExec_t
+};
+
+// Why a capture could not be made (CapturedGraph::capture).
+struct CaptureError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// True while CapturedGraph::capture records the engine stream's work.
+bool capturing();
 
 // Releases everything the engine holds on the GPU: the libraries' plans, handles and workspaces
 // (cuBLASLt, cuBLAS), newest first, then the engine stream once its work has finished,

@@ -77,6 +77,7 @@ void copy_host_parts_to_device(void* device_dst, const std::vector<HostPart>& pa
   size_t bytes = 0;
   for (const HostPart& part : parts) bytes += part.bytes;
   if (bytes == 0) return;
+  refuse_upload_in_capture();
   char* const dst = static_cast<char*>(device_dst);
   if (bytes > largest_staged) {
     for (size_t offset = 0; const HostPart& part : parts) {

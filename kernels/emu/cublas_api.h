@@ -100,6 +100,19 @@ inline void column_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, 
       else static_cast<float*>(D)[i + j * ldd] = static_cast<float>(value);
     }
 }
+
+// The checks cuBLAS's batched products make of their arguments.
+inline cublasStatus_t gemm_arguments(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                     int m, int n, int k, int lda, int ldb, int ldc, int batch_count,
+                                     cudaDataType c_type, cublasComputeType_t compute) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || batch_count < 0 || lda < (transa == CUBLAS_OP_N ? m : k) ||
+      ldb < (transb == CUBLAS_OP_N ? k : n) || ldc < m)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if ((compute == CUBLAS_COMPUTE_64F) != (c_type == CUDA_R_64F)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!stream_usable(handle->stream)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  return CUBLAS_STATUS_SUCCESS;
+}
 }  // namespace mcdl::emu::detail
 
 inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -109,24 +122,27 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOp
                                                  const void* beta, void* C, cudaDataType Ctype, int ldc,
                                                  long long strideC, int batchCount, cublasComputeType_t computeType,
                                                  cublasGemmAlgo_t) {
-  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (m < 0 || n < 0 || k < 0 || batchCount < 0 || lda < (transa == CUBLAS_OP_N ? m : k) ||
-      ldb < (transb == CUBLAS_OP_N ? k : n) || ldc < m)
-    return CUBLAS_STATUS_INVALID_VALUE;
+  if (const cublasStatus_t status =
+          mcdl::emu::detail::gemm_arguments(handle, transa, transb, m, n, k, lda, ldb, ldc, batchCount, Ctype,
+                                            computeType);
+      status != CUBLAS_STATUS_SUCCESS)
+    return status;
   const bool double_compute = computeType == CUBLAS_COMPUTE_64F;
-  if (double_compute != (Ctype == CUDA_R_64F)) return CUBLAS_STATUS_NOT_SUPPORTED;
   // alpha and beta are in the compute type (host pointers).
   const double a_scale = double_compute ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
   const double b_scale = double_compute ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
-  auto element_bytes = [](cudaDataType type) { return type == CUDA_R_64F ? 8 : type == CUDA_R_32F ? 4 : 2; };
-  for (int batch = 0; batch < batchCount; ++batch) {
-    const auto* a = static_cast<const char*>(A) + batch * strideA * element_bytes(Atype);
-    const auto* b = static_cast<const char*>(B) + batch * strideB * element_bytes(Btype);
-    auto* c = static_cast<char*>(C) + batch * strideC * element_bytes(Ctype);
-    mcdl::emu::detail::column_major_gemm(transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, a_scale, a, Atype,
-                                         lda, b, Btype, ldb, b_scale, c, Ctype, ldc, c, Ctype, ldc, nullptr,
-                                         computeType);
-  }
+  // Queued on the handle's stream (recorded when it is being captured), the scales as read now.
+  mcdl::emu::on_stream(handle->stream, [=] {
+    auto element_bytes = [](cudaDataType type) { return type == CUDA_R_64F ? 8 : type == CUDA_R_32F ? 4 : 2; };
+    for (int batch = 0; batch < batchCount; ++batch) {
+      const auto* a = static_cast<const char*>(A) + batch * strideA * element_bytes(Atype);
+      const auto* b = static_cast<const char*>(B) + batch * strideB * element_bytes(Btype);
+      auto* c = static_cast<char*>(C) + batch * strideC * element_bytes(Ctype);
+      mcdl::emu::detail::column_major_gemm(transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, a_scale, a, Atype,
+                                           lda, b, Btype, ldb, b_scale, c, Ctype, ldc, c, Ctype, ldc, nullptr,
+                                           computeType);
+    }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -135,15 +151,23 @@ inline cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation
                                           int m, int n, int k, const void* alpha, const void* const Aarray[],
                                           cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype,
                                           int ldb, const void* beta, void* const Carray[], cudaDataType Ctype, int ldc,
-                                          int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+                                          int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
   if (!Aarray || !Barray || !Carray) return batchCount == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
-  for (int batch = 0; batch < batchCount; ++batch) {
-    const cublasStatus_t status =
-        cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, Aarray[batch], Atype, lda, 0,
-                                   Barray[batch], Btype, ldb, 0, beta, Carray[batch], Ctype, ldc, 0, 1, computeType,
-                                   algo);
-    if (status != CUBLAS_STATUS_SUCCESS) return status;
-  }
+  if (const cublasStatus_t status = mcdl::emu::detail::gemm_arguments(handle, transa, transb, m, n, k, lda, ldb, ldc,
+                                                                     batchCount, Ctype, computeType);
+      status != CUBLAS_STATUS_SUCCESS)
+    return status;
+  // The pointer arrays are device memory: read when the products run.
+  const bool double_compute = computeType == CUBLAS_COMPUTE_64F;
+  const double a_scale = double_compute ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
+  const double b_scale = double_compute ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  mcdl::emu::on_stream(handle->stream, [=] {
+    for (int batch = 0; batch < batchCount; ++batch)
+      mcdl::emu::detail::column_major_gemm(transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, a_scale,
+                                           Aarray[batch], Atype, lda, Barray[batch], Btype, ldb, b_scale,
+                                           Carray[batch], Ctype, ldc, Carray[batch], Ctype, ldc, nullptr,
+                                           computeType);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -365,7 +389,7 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                                      cublasLtMatrixLayout_t b_desc, const void* beta, const void* C,
                                      cublasLtMatrixLayout_t c_desc, void* D, cublasLtMatrixLayout_t d_desc,
                                      const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
-                                     cudaStream_t) {
+                                     cudaStream_t stream) {
   using namespace mcdl::emu::detail;
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!alpha || !beta || !A || !B || !C || !D || !algo) return CUBLAS_STATUS_INVALID_VALUE;
@@ -389,10 +413,13 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
   const bool double_scale = desc->scale == CUDA_R_64F;
   const double a_scale = double_scale ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
   const double b_scale = double_scale ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
-  const uint64_t k = desc->transa == CUBLAS_OP_N ? a_desc->cols : a_desc->rows;
-  column_major_gemm(desc->transa == CUBLAS_OP_T, desc->transb == CUBLAS_OP_T, int64_t(d_desc->rows),
-                    int64_t(d_desc->cols), int64_t(k), a_scale, A, a_desc->type, a_desc->ld, B, b_desc->type,
-                    b_desc->ld, b_scale, C, c_desc->type, c_desc->ld, D, d_desc->type, d_desc->ld,
-                    bias ? desc->bias : nullptr, desc->compute, gelu);
+  if (!mcdl::emu::stream_usable(stream)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // Queued on the stream (recorded when it is being captured) with the descriptors as they are now.
+  mcdl::emu::on_stream(stream, [=, op = *desc, a = *a_desc, b = *b_desc, c = *c_desc, d = *d_desc] {
+    const uint64_t k = op.transa == CUBLAS_OP_N ? a.cols : a.rows;
+    column_major_gemm(op.transa == CUBLAS_OP_T, op.transb == CUBLAS_OP_T, int64_t(d.rows), int64_t(d.cols),
+                      int64_t(k), a_scale, A, a.type, a.ld, B, b.type, b.ld, b_scale, C, c.type, c.ld, D, d.type,
+                      d.ld, bias ? op.bias : nullptr, op.compute, gelu);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -28,10 +28,12 @@
 // them to its heuristics or execution; the emulator refuses each where it is set or finalized,
 // with the reason in cudnnGetLastErrorString. Emulated device memory is host memory and emulated
 // device work is done when its call returns, so cudnnBackendExecute computes at once on the
-// calling thread; cudnnSetStream records the stream only.
+// calling thread, unless its handle's stream is being captured into a CUDA graph: the program that
+// loads the library tells it how to queue work on a stream (mcdl_cudnn_emu_set_stream_queue).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -664,13 +666,42 @@ cudnnStatus_t heuristics_results(const Descriptor& heuristics, int64_t requested
 }
 
 // The pack's pointers by tensor id, then the graph run on them (kernels/emu/cudnn_emu_execute.cpp).
-cudnnStatus_t execute(const GraphInfo& graph, const Descriptor& pack) {
+// Set by the program that loads this library (mcdl_cudnn_emu_set_stream_queue): queues work on a
+// stream, recording it while the stream is being captured (the program's emulated runtime knows
+// that; this library has its own copy of it). Unset, work runs at once.
+using StreamQueue = bool (*)(cudaStream_t, std::function<void()>);
+StreamQueue stream_queue = nullptr;
+
+// Checks the pack now and runs the graph on the handle's stream. By-value scalars are read now, as
+// cuDNN reads them when it is called, so a recorded execution keeps their values.
+cudnnStatus_t execute(cudaStream_t stream, std::shared_ptr<const GraphInfo> graph, const Descriptor& pack) {
   std::map<int64_t, void*> given;
   const Attribute* uids = attribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
   const Attribute* pointers = attribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
   if (uids && pointers)  // as many of each: the pack's finalize checked
     for (size_t i = 0; i < uids->integers.size(); ++i) given[uids->integers[i]] = pointers->pointers[i];
-  return execute_graph(graph, given);
+  if (const cudnnStatus_t status = execute_graph(*graph, given, false); status != CUDNN_STATUS_SUCCESS) return status;
+  auto values = std::make_shared<std::map<int64_t, std::vector<unsigned char>>>();
+  for (auto& [uid, pointer] : given) {
+    const TensorInfo& t = graph->tensors.at(uid);
+    if (!t.by_value) continue;
+    const auto* bytes = static_cast<const unsigned char*>(pointer);
+    std::vector<unsigned char>& held = (*values)[uid];
+    held.assign(bytes, bytes + tensor_bytes(t));
+    pointer = held.data();
+  }
+  auto run = [graph, given, values] {
+    if (execute_graph(*graph, given) != CUDNN_STATUS_SUCCESS)  // checked above: cannot fail
+      throw std::logic_error("emulated cuDNN: an execution checked when queued failed when run: " + last_error);
+  };
+  if (!stream_queue) {
+    run();
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (!stream_queue(stream, run))
+    return fail(CUDNN_STATUS_EXECUTION_FAILED,
+                "cudnnBackendExecute: work on the legacy default stream while another stream is being captured");
+  return CUDNN_STATUS_SUCCESS;
 }
 
 // Runs an entry point's body; an exception (host memory running out) becomes a status, never a
@@ -693,6 +724,11 @@ extern "C" {
 size_t cudnnGetVersion(void) { return 91400; }  // emulates the API of cuDNN 9.14
 
 int mcdl_cudnn_emulated() { return 1; }
+
+// The loading program's stream queue (see execute); null: run at once.
+void mcdl_cudnn_emu_set_stream_queue(StreamQueue queue) {
+  stream_queue = queue;
+}
 
 int64_t mcdl_cudnn_live_objects() {
   Registry& r = registry();
@@ -857,7 +893,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
       return fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute: expected a finalized VARIANT_PACK, got " +
                                               std::string(pack->finalized ? "a " : "an unfinalized ") +
                                               type_name(pack->type));
-    return execute(*plan->graph, *pack);
+    return execute(handle->stream, plan->graph, *pack);
   });
 }
 

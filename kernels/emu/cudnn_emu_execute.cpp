@@ -184,7 +184,7 @@ cudnnStatus_t caller_buffer(const TensorInfo& t, const std::map<int64_t, void*>&
 
 }  // namespace
 
-cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void*>& given) {
+cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void*>& given, bool run) {
   for (const auto& [uid, pointer] : given) {
     const auto found = graph.tensors.find(uid);
     if (found == graph.tensors.end())
@@ -197,12 +197,14 @@ cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void
   std::vector<std::vector<unsigned char>> scratch;
   for (const auto& [uid, t] : graph.tensors) {
     if (t.is_virtual) {
-      scratch.emplace_back(static_cast<size_t>(count_of(t.dims)) * element_bytes(t.type));
+      if (!run) continue;
+      scratch.emplace_back(tensor_bytes(t));
       buffers[uid] = Buffer{&t, scratch.back().data(), packed_strides(t.dims)};
     } else if (const cudnnStatus_t status = caller_buffer(t, given, buffers[uid]); status != CUDNN_STATUS_SUCCESS) {
       return status;
     }
   }
+  if (!run) return CUDNN_STATUS_SUCCESS;
   for (const OpInfo& op : graph.ops) {
     std::vector<const Buffer*> in;
     for (const TensorInfo& t : op.inputs) in.push_back(&buffers.at(t.uid));
@@ -216,5 +218,6 @@ cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void
   return CUDNN_STATUS_SUCCESS;
 }
 
+size_t tensor_bytes(const TensorInfo& t) { return static_cast<size_t>(count_of(t.dims)) * element_bytes(t.type); }
 
 }  // namespace mcdl::emu::cudnn_emu

@@ -49,6 +49,10 @@ size_t element_bytes(int64_t type);
 // Runs `graph` on the caller's pointers by tensor id (device memory, which is host memory here;
 // a by-value tensor's pointer is a host scalar): every non-virtual tensor needs one, aligned to
 // its tensor's byte alignment, and no other id may appear. Virtual tensors live in scratch.
-cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void*>& given);
+// With `run` false, only checks the pointers.
+cudnnStatus_t execute_graph(const GraphInfo& graph, const std::map<int64_t, void*>& given, bool run = true);
+
+// The bytes of a tensor's elements (its dims' product times its element size).
+size_t tensor_bytes(const TensorInfo& t);
 
 }  // namespace mcdl::emu::cudnn_emu

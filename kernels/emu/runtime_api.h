@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernels/emu/live_objects.h"
 #include "kernels/emu/profile_ranges.h"  // the host waits, as marks
+#include "kernels/emu/stream_capture.h"
 #include "kernels/emu/vector_types.h"
 
 enum cudaError_t {
@@ -20,7 +22,11 @@ enum cudaError_t {
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
   cudaErrorNoDevice = 100,
-  cudaErrorNotReady = 600
+  cudaErrorIllegalState = 401,
+  cudaErrorNotReady = 600,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906
 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -60,7 +66,11 @@ inline const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     case cudaErrorNotReady: return "device not ready";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
   }
   return "unknown error";
 }
@@ -70,7 +80,11 @@ inline const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
     case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
   }
   return "cudaErrorUnknown";
 }
@@ -103,12 +117,18 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 // Each call that makes the host wait for the device is marked "host_wait" in a recording of the
 // profiler ranges: a test counts a training step's waits, which on a GPU stall the host.
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+// Waiting for a stream that is being captured fails and invalidates the capture, as on a GPU.
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (mcdl::emu::capturing(stream)) {
+    mcdl::emu::invalidate_capture("the host waited for the stream (cudaStreamSynchronize)");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   mcdl::emu::observe_frees();
   mcdl::emu::record_mark("host_wait");
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize() {
+  if (!mcdl::emu::stream_usable(nullptr)) return cudaErrorStreamCaptureUnsupported;
   mcdl::emu::observe_frees();
   mcdl::emu::record_mark("host_wait");
   return cudaSuccess;
@@ -127,7 +147,13 @@ inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { retu
 inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return mcdl::emu::destroy_counted(event, "events") ? cudaSuccess : cudaErrorInvalidValue;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+// Events are not recorded into captures here (CUDA allows it; the project never does it).
+inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (mcdl::emu::capturing(stream)) {
+    mcdl::emu::invalidate_capture("an event was recorded on the stream (not emulated in captures)");
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
   event->at = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
@@ -184,26 +210,63 @@ inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t min_bytes_to_kee
   return cudaSuccess;
 }
 
-inline cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
-  const size_t rounded = (bytes + 255) / 256 * 256;
-  *ptr = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
-  if (!*ptr) return cudaErrorMemoryAllocation;
-  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
-  std::lock_guard<std::mutex> lock(live.mutex);
-  live.allocations[*ptr] = rounded;
-  return cudaSuccess;
-}
-inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) {
-  mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+namespace mcdl::emu {
+// Returns a block of cudaMallocAsync's to the pool; false when it is not one (or freed twice).
+inline bool free_pool_block(void* ptr) {
+  LiveObjects& live = live_objects();
   {
     std::lock_guard<std::mutex> lock(live.mutex);
     const auto found = live.allocations.find(ptr);
-    if (found == live.allocations.end()) return cudaErrorInvalidValue;  // not from cudaMallocAsync, or freed twice
+    if (found == live.allocations.end()) return false;
     live.pending_free_bytes += found->second;
     live.allocations.erase(found);
   }
   std::free(ptr);
+  return true;
+}
+}  // namespace mcdl::emu
+
+// On a stream being captured the block belongs to the graph (stream_capture.h).
+inline cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  *ptr = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+  if (!*ptr) return cudaErrorMemoryAllocation;
+  {
+    mcdl::emu::LiveObjects& live = mcdl::emu::live_objects();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.allocations[*ptr] = rounded;
+  }
+  mcdl::emu::StreamCapture& capture = mcdl::emu::stream_capture();
+  std::lock_guard<std::mutex> lock(capture.mutex);
+  if (capture.stream && capture.stream == stream) {
+    capture.work->memory->blocks.push_back(*ptr);
+    capture.live_blocks.push_back(*ptr);
+  }
   return cudaSuccess;
+}
+// During a capture only a block the capture allocated may be freed on its stream (CUDA would also
+// free older memory at every replay; the project never asks for that).
+inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
+  {
+    mcdl::emu::StreamCapture& capture = mcdl::emu::stream_capture();
+    std::lock_guard<std::mutex> lock(capture.mutex);
+    if (capture.stream && capture.stream == stream) {
+      auto& live = capture.live_blocks;
+      for (auto block = live.begin(); block != live.end(); ++block)
+        if (*block == ptr) {
+          live.erase(block);
+          return cudaSuccess;
+        }
+      if (!capture.invalidated) {
+        capture.invalidated = true;
+        capture.why = "memory allocated before the capture was freed on the stream";
+      }
+      return cudaErrorStreamCaptureUnsupported;
+    }
+  }
+  return mcdl::emu::free_pool_block(ptr) ? cudaSuccess : cudaErrorInvalidValue;  // not from cudaMallocAsync, or freed twice
 }
 inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   if (mcdl::emu::emulated_device_count() == 0) return cudaErrorNoDevice;
@@ -217,11 +280,99 @@ inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   *free = used < *total ? *total - used : 0;
   return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-  if (bytes) std::memmove(dst, src, bytes);
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
+  if (bytes) mcdl::emu::on_stream(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
-  if (bytes) std::memset(dst, value, bytes);
+inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
+  if (bytes) mcdl::emu::on_stream(stream, [=] { std::memset(dst, value, bytes); });
   return cudaSuccess;
+}
+
+// ---- Stream capture and graphs (stream_capture.h) ----------------------------------------------
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
+struct CUgraph_st {
+  std::shared_ptr<mcdl::emu::CapturedWork> work;
+};
+struct CUgraphExec_st {
+  std::shared_ptr<mcdl::emu::CapturedWork> work;
+};
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (!stream) return cudaErrorStreamCaptureUnsupported;  // the legacy stream cannot be captured
+  mcdl::emu::StreamCapture& capture = mcdl::emu::stream_capture();
+  std::lock_guard<std::mutex> lock(capture.mutex);
+  if (capture.stream) return cudaErrorIllegalState;  // one capture at a time (stricter than CUDA)
+  capture.stream = stream;
+  capture.invalidated = false;
+  capture.why.clear();
+  capture.work = std::make_shared<mcdl::emu::CapturedWork>();
+  capture.work->memory->release = [](void* block) { (void)mcdl::emu::free_pool_block(block); };
+  capture.live_blocks.clear();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  mcdl::emu::StreamCapture& capture = mcdl::emu::stream_capture();
+  std::lock_guard<std::mutex> lock(capture.mutex);
+  *status = !capture.stream || capture.stream != stream ? cudaStreamCaptureStatusNone
+            : capture.invalidated                        ? cudaStreamCaptureStatusInvalidated
+                                                         : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+// Ends the capture; an invalidated one gives no graph (its memory is returned).
+inline cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  std::shared_ptr<mcdl::emu::CapturedWork> work;
+  bool invalidated = false;
+  {
+    mcdl::emu::StreamCapture& capture = mcdl::emu::stream_capture();
+    std::lock_guard<std::mutex> lock(capture.mutex);
+    if (!capture.stream || capture.stream != stream) return cudaErrorIllegalState;
+    work = std::move(capture.work);
+    // Blocks the capture did not free are the caller's from now on (CUDA: after the first launch).
+    work->unfreed = capture.live_blocks.size();
+    auto& owned = work->memory->blocks;
+    for (void* block : capture.live_blocks) owned.erase(std::find(owned.begin(), owned.end(), block));
+    invalidated = capture.invalidated;
+    capture.stream = nullptr;
+    capture.live_blocks.clear();
+  }
+  *graph = nullptr;
+  if (invalidated) return cudaErrorStreamCaptureInvalidated;
+  *graph = mcdl::emu::make_counted<CUgraph_st>("graphs", std::move(work));
+  return cudaSuccess;
+}
+// Refuses a graph that leaves memory allocated to its caller (not emulated).
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph || graph->work->unfreed > 0) return cudaErrorInvalidValue;
+  *exec = mcdl::emu::make_counted<CUgraphExec_st>("graph execs", graph->work);
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec) return cudaErrorInvalidValue;
+  if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
+  if (mcdl::emu::capturing(stream)) {  // a graph inside a capture: not emulated
+    mcdl::emu::invalidate_capture("a graph was launched into the capture (not emulated)");
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  for (const auto& step : exec->work->steps) step();
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  return mcdl::emu::destroy_counted(exec, "graph execs") ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  return mcdl::emu::destroy_counted(graph, "graphs") ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -35,6 +35,7 @@
 
 #include "error.h"
 #include "fiber.h"
+#include "stream_capture.h"
 #include "symbols.h"
 #include "thread_order.h"
 #include "vector_types.h"
@@ -447,25 +448,32 @@ class Scheduler {
 namespace mcdl::emu {
 
 // Runs kernel<<<grid, block, shared_bytes, stream>>>(args...) on the CPU and returns when it has
-// finished (the stream is ignored). The arguments are converted to the parameter types once, as
-// CUDA copies them into parameter space, and each thread gets its own copy.
+// finished, or records it when the stream is being captured (stream_capture.h). The arguments are
+// converted to the parameter types once, as CUDA copies them into parameter space, and each
+// thread gets its own copy.
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, Args&&... args) {
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+            Args&&... args) {
+  if (!stream_usable(stream))
+    throw EmulationError("mcdl::emu: a kernel was launched on the legacy default stream while another stream "
+                         "was being captured");
   struct Call {
     void (*kernel)(Params...);
     std::tuple<Params...> params;
   };
-  const Call call{kernel, std::tuple<Params...>(std::forward<Args>(args)...)};
-  const detail::KernelLaunch launch{reinterpret_cast<uintptr_t>(kernel),
-                                    [](const void* c) {
-                                      const Call& call = *static_cast<const Call*>(c);
-                                      std::apply(call.kernel, call.params);
-                                    },
-                                    &call,
-                                    grid,
-                                    block,
-                                    shared_bytes};
-  detail::Scheduler::instance().run(launch);
+  on_stream(stream, [call = Call{kernel, std::tuple<Params...>(std::forward<Args>(args)...)}, grid, block,
+                     shared_bytes] {
+    const detail::KernelLaunch launch{reinterpret_cast<uintptr_t>(call.kernel),
+                                      [](const void* c) {
+                                        const Call& call = *static_cast<const Call*>(c);
+                                        std::apply(call.kernel, call.params);
+                                      },
+                                      &call,
+                                      grid,
+                                      block,
+                                      shared_bytes};
+    detail::Scheduler::instance().run(launch);
+  });
 }
 
 }  // namespace mcdl::emu

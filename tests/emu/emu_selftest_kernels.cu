@@ -282,6 +282,9 @@ void launch_math(const float* x, float* y, int n) { cuda::launch(math, (n + 127)
 void launch_scale(const float* x, float* y, float a, int n) {
   cuda::launch(scale, (n + 255) / 256, 256, 0, nullptr, x, y, a, n);
 }
+void launch_scale_on(const float* x, float* y, float a, int n, cudaStream_t stream) {
+  cuda::launch(scale, (n + 255) / 256, 256, 0, stream, x, y, a, n);
+}
 void launch_execution_rank(int* counter, int* before, int* after, int threads) {
   cuda::launch(execution_rank, 1, threads, 0, nullptr, counter, before, after);
 }

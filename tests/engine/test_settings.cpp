@@ -52,3 +52,9 @@ TEST_CASE("engine settings: the GELU forms by name") {
   for (GeluForm form : {GeluForm::erf, GeluForm::tanh}) CHECK(parse_gelu_form(gelu_form_name(form)) == form);
   CHECK_THROWS_WITH_AS(parse_gelu_form("exact"), "expected erf or tanh, got 'exact'", std::invalid_argument);
 }
+
+TEST_CASE("engine settings: the CUDA graph modes by name, off by default") {
+  CHECK(EngineSettings{}.cuda_graphs == CudaGraphs::off);
+  for (CudaGraphs graphs : {CudaGraphs::off, CudaGraphs::frozen}) CHECK(parse_cuda_graphs(cuda_graphs_name(graphs)) == graphs);
+  CHECK_THROWS_WITH_AS(parse_cuda_graphs("on"), "expected off or frozen, got 'on'", std::invalid_argument);
+}

@@ -13,8 +13,10 @@
 
 #include "data/decode.h"
 #include "engine/random.h"
+#include "engine/settings.h"
 #include "io/safetensors.h"
 #include "layers/backbone_file.h"
+#include "layers/frozen_graphs.h"
 #include "mcdl/harness/run.h"
 #include "mcdl/run/training_data.h"
 #include "tests/run_checks.h"
@@ -311,4 +313,32 @@ TEST_CASE("e2e: --val-classes holds out known classes and half of the other labe
   c.val_classes = 1;
   CHECK_THROWS_WITH(run_training(c, false), doctest::Contains("--val-classes"));
   fs::remove_all(out);
+}
+
+TEST_CASE("e2e: with the frozen block replayed as CUDA graphs, a run is bit for bit the eager run") {
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-graphs-" + std::to_string(::getpid()));
+  auto run = [&](CudaGraphs graphs) {
+    const ScopedEngineSettings setting(&EngineSettings::cuda_graphs, graphs);
+    TrainConfig c = tiny_config(base / cuda_graphs_name(graphs), "simgcd+mcdl");
+    set_config_option(c, "device", "cuda");
+    c.precision = MatmulPrecision::bf16;  // the frozen block in bf16, as on a GPU by default
+    c.grad_from_block = 1;                // block 0 frozen
+    c.epochs = 1;
+    c.mcdl_start = 0;
+    c.mu = 1;  // L_semi's MixMatch forward from the first step: batches of varying size
+    c.batch_size = 32;
+    return run_training(c, false);
+  };
+  run(CudaGraphs::off);
+  const int64_t recordings = FrozenGraphs::process_recordings(), replays = FrozenGraphs::process_replays();
+  run(CudaGraphs::frozen);
+  MESSAGE("frozen-block graphs recorded: ", FrozenGraphs::process_recordings() - recordings,
+          ", replayed: ", FrozenGraphs::process_replays() - replays);
+  CHECK(FrozenGraphs::process_recordings() > recordings);
+  CHECK(FrozenGraphs::process_replays() - replays >= 5);
+  testing::check_same_checkpoints(base / "off/checkpoints/last.safetensors", base / "frozen/checkpoints/last.safetensors");
+  CHECK(testing::metrics_without_timing(base / "off/metrics.csv") ==
+        testing::metrics_without_timing(base / "frozen/metrics.csv"));
+  CHECK(read_text(base / "off/predictions.csv") == read_text(base / "frozen/predictions.csv"));
+  fs::remove_all(base);
 }

@@ -398,3 +398,17 @@ TEST_CASE("mcdl_features: $MCDL_BF16_GELU picks the frozen blocks' bf16 GELU, er
   CHECK(bad.exit_code == 1);
   CHECK(bad.err == "error: MCDL_BF16_GELU: expected erf or tanh, got 'exact'; unset it for the default\n");
 }
+
+TEST_CASE("mcdl_features: a bad $MCDL_CUDA_GRAPHS ends in one line naming the choices") {
+  TempDir scratch("mcdl_features_graphs");
+  write_random_png(scratch.file("images/a.png"), 20, 30, 33);
+  VisionTransformer backbone = tiny_backbone(10);
+  save_backbone_file(scratch.file("w.safetensors"), backbone);
+  ::setenv("MCDL_CUDA_GRAPHS", "on", 1);
+  const Outcome bad = run_tool(scratch, "--weights '" + scratch.file("w.safetensors") + "' --device cpu --raw '" +
+                                            scratch.file("images") + "' -o '" + scratch.file("g.npy") + "'");
+  ::unsetenv("MCDL_CUDA_GRAPHS");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err == "error: MCDL_CUDA_GRAPHS: expected off or frozen, got 'on'; unset it for the default\n");
+  CHECK_FALSE(fs::exists(scratch.file("g.npy")));
+}

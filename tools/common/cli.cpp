@@ -26,8 +26,8 @@ extern "C" void on_interrupt(int) {
 
 // The engine settings with `field` as the environment variable names it (`parse` reads its text),
 // unchanged when it is unset: the run's choice of the frozen blocks' bf16 attention
-// ($MCDL_ATTENTION) and MLP GELU ($MCDL_BF16_GELU) on a GPU (engine/settings.h), for comparing
-// them on one run.
+// ($MCDL_ATTENTION), MLP GELU ($MCDL_BF16_GELU) and CUDA graphs ($MCDL_CUDA_GRAPHS) on a GPU
+// (engine/settings.h), for comparing them on one run.
 template <class Value>
 EngineSettings setting_from_environment(EngineSettings settings, const char* variable, Value EngineSettings::*field,
                                         Value (*parse)(const std::string&)) {
@@ -62,6 +62,7 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
     settings = setting_from_environment(settings, "MCDL_ATTENTION", &EngineSettings::attention,
                                         parse_attention_algorithm);
     settings = setting_from_environment(settings, "MCDL_BF16_GELU", &EngineSettings::bf16_gelu, parse_gelu_form);
+    settings = setting_from_environment(settings, "MCDL_CUDA_GRAPHS", &EngineSettings::cuda_graphs, parse_cuda_graphs);
     const ScopedEngineSettings from_environment(settings);
     status = run(argc, argv);
   } catch (const std::exception& e) {

@@ -10,8 +10,9 @@
 
 namespace mcdl::tools {
 
-// Runs `run` with the attention algorithm $MCDL_ATTENTION names (fused, unfused, flash, cudnn)
-// and the bf16 MLP's GELU $MCDL_BF16_GELU names (erf, tanh) when they are set (engine/settings.h).
+// Runs `run` with the attention algorithm $MCDL_ATTENTION names (fused, unfused, flash, cudnn),
+// the bf16 MLP's GELU $MCDL_BF16_GELU names (erf, tanh) and the CUDA graphs $MCDL_CUDA_GRAPHS
+// names (off, frozen) when they are set (engine/settings.h).
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv));
 
 // Ctrl-C and SIGTERM then ask a training run to stop after its current step (mcdl/run/stop_request.h)

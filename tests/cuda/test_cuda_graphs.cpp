@@ -1,0 +1,203 @@
+// CUDA graphs (kernels/cuda/runtime.h's CapturedGraph, engine/captured_function.h,
+// layers/frozen_graphs.h), on the emulated device (kernels/emu/stream_capture.h) and on a GPU: a
+// recording runs nothing until it is replayed, a replay reads the buffers as they are then, what a
+// graph cannot hold is refused with the engine left working, and the frozen blocks' forward
+// replayed as a graph gives the eager forward's bits in every precision and attention algorithm.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/captured_function.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "engine/settings.h"
+#include "kernels/cuda/runtime.h"
+#include "layers/frozen_graphs.h"
+#include "layers/vision_transformer.h"
+
+using namespace mcdl;
+
+namespace {
+
+const Device gpu = Device::cuda();
+
+std::vector<float> host_values(const Tensor& t) { return t.to(Device::cpu()).to_vector<float>(); }
+
+// Tensors whose bytes are equal.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.to(Device::cpu()), y = b.to(Device::cpu());
+  return x.shape() == y.shape() && x.dtype() == y.dtype() && std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+}
+
+// The engine still computes on the device, eagerly, after a refused capture.
+void check_engine_works() {
+  CHECK_FALSE(cuda::capturing());
+  const Tensor x = from_vector<float>({1, 2, 3}, {3}, gpu);
+  CHECK(host_values(x * 2.0) == std::vector<float>{2, 4, 6});
+}
+
+Tensor random_images(int64_t batch, uint64_t seed) {
+  RandomStream stream(seed, 7);
+  return rand_normal({batch, 3, 32, 32}, DType::f32, stream, 0.0, 1.0, gpu);
+}
+
+// A ViT with two frozen blocks in front of a trained one, on the device.
+VisionTransformer frozen_prefix_model(bool layer_scale) {
+  VisionTransformer model(parse_model_config(std::string("img=32,patch=8,dim=64,depth=3,heads=4,chans=3") +
+                                             (layer_scale ? ",layer_scale=true,registers=2" : ""))
+                              .backbone);
+  model.initialize(11);
+  model.set_grad_from_block(2);
+  model.to(gpu);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA graphs: a recording runs when replayed, on the buffers' contents at that time") {
+  Tensor x = from_vector<float>({1, 2, 3}, {3}, gpu), y = zeros({3}, DType::f32, gpu);
+  const auto graph = cuda::CapturedGraph::capture([&] {
+    const Tensor doubled = x * 2.0 + 1.0;  // intermediates the graph allocates and frees
+    cuda::copy_device_to_device(y.raw_data(), doubled.raw_data(), doubled.nbytes());
+  });
+  CHECK_FALSE(cuda::capturing());
+  CHECK(host_values(y) == std::vector<float>{0, 0, 0});  // recorded, not run
+  graph->replay();
+  CHECK(host_values(y) == std::vector<float>{3, 5, 7});
+  const std::vector<float> next = {-1, 0, 10};
+  cuda::copy_host_to_device(x.raw_data(), next.data(), next.size() * sizeof(float));
+  graph->replay();
+  graph->replay();
+  CHECK(host_values(y) == std::vector<float>{-1, 1, 21});
+}
+
+TEST_CASE("CUDA graphs: what a graph cannot hold is refused, and the engine goes on eagerly") {
+  const Tensor x = from_vector<float>({1, 2, 3}, {3}, gpu);
+  SUBCASE("a read-back") {
+    CHECK_THROWS_AS(cuda::CapturedGraph::capture([&] { (void)host_values(x * 2.0); }), cuda::CaptureError);
+  }
+  SUBCASE("an upload from host memory") {
+    CHECK_THROWS_AS(cuda::CapturedGraph::capture([&] { (void)from_vector<float>({4, 5}, {2}, gpu); }),
+                    cuda::CaptureError);
+  }
+  SUBCASE("a wait for the device") {
+    CHECK_THROWS_AS(cuda::CapturedGraph::capture([] { cuda::synchronize(); }), cuda::CaptureError);
+  }
+  SUBCASE("the free of memory allocated before the capture") {
+    Tensor older = x * 3.0;
+    CHECK_THROWS_WITH_AS(cuda::CapturedGraph::capture([&] { older = Tensor(); }),
+                         doctest::Contains("allocated before the capture was freed during it"), cuda::CaptureError);
+  }
+  SUBCASE("an error of the work itself is rethrown as it was") {
+    CHECK_THROWS_WITH_AS(cuda::CapturedGraph::capture([&] {
+                           const Tensor t = x * 2.0;
+                           throw std::invalid_argument("the work's own error");
+                         }),
+                         "the work's own error", std::invalid_argument);
+  }
+  check_engine_works();
+}
+
+TEST_CASE("CUDA graphs: a capture that keeps device memory is a logic error (a cache filled while recording)") {
+  // On a GPU the kept pointer would be one that no launch ever mapped.
+  if (cuda::device_description().find("emulator") == std::string::npos) return;
+  const Tensor x = from_vector<float>({1, 2, 3}, {3}, gpu);
+  Tensor kept;
+  CHECK_THROWS_WITH_AS(cuda::CapturedGraph::capture([&] { kept = x * 2.0; }),
+                       doctest::Contains("outlived it"), std::logic_error);
+  kept = Tensor();
+  check_engine_works();
+}
+
+TEST_CASE("CUDA graphs: CapturedFunction returns what the function returns, call after call") {
+  const auto f = [](const Tensor& t) { return softmax(t * 0.5); };
+  const Tensor first = random_images(2, 1);
+  const Tensor eager_first = f(first);
+  CapturedFunction captured(f, first, eager_first);
+  for (uint64_t seed : {1, 2, 3}) {
+    CAPTURE(seed);
+    const Tensor input = random_images(2, seed);
+    const Tensor out = captured(input);
+    CHECK(same_bits(out, f(input)));
+  }
+  CHECK_THROWS_WITH_AS(captured(random_images(3, 1)), doctest::Contains("recorded for"), Error);
+}
+
+TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forward's bits") {
+  struct Case {
+    MatmulPrecision precision;
+    AttentionAlgorithm attention;
+    bool layer_scale;
+  };
+  for (const Case& c : {Case{MatmulPrecision::fp32, AttentionAlgorithm::fused, false},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::fused, false},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::flash, true},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false}}) {
+    CAPTURE(static_cast<int>(c.precision));
+    CAPTURE(std::string(attention_algorithm_name(c.attention)));
+    CAPTURE(c.layer_scale);
+    const ScopedEngineSettings precision(&EngineSettings::matmul_precision, c.precision);
+    const ScopedEngineSettings attention(&EngineSettings::attention, c.attention);
+    VisionTransformer model = frozen_prefix_model(c.layer_scale);
+    REQUIRE(model.frozen_depth() == 2);
+    const std::vector<Tensor> batches = {random_images(4, 1), random_images(4, 2), random_images(4, 3),
+                                         random_images(4, 1), random_images(2, 4)};
+    std::vector<Tensor> eager;
+    for (const Tensor& images : batches) eager.push_back(model.forward_frozen(images));
+    CHECK(model.frozen_graphs().recordings() == 0);  // off by default
+
+    const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+    std::vector<int64_t> recordings, replays;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      CAPTURE(i);
+      CHECK(same_bits(model.forward_frozen(batches[i]), eager[i]));
+      recordings.push_back(model.frozen_graphs().recordings());
+      replays.push_back(model.frozen_graphs().replays());
+    }
+    // Batch 4 of 4 images: eager, then recorded, then replayed; the batch of 2 is new, so eager.
+    CHECK(recordings == std::vector<int64_t>{0, 1, 1, 1, 1});
+    CHECK(replays == std::vector<int64_t>{0, 0, 1, 2, 2});
+    // The whole forward through the replayed prefix equals the eager one too.
+    CHECK(same_bits(model.forward(batches[2]), model.forward_from_frozen(eager[2])));
+  }
+}
+
+TEST_CASE("CUDA graphs: a frozen weight written since the recording is never replayed stale") {
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+  const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+  VisionTransformer model = frozen_prefix_model(false);
+  const Tensor images = random_images(4, 5);
+  for (int call = 0; call < 3; ++call) (void)model.forward_frozen(images);
+  REQUIRE(model.frozen_graphs().replays() == 1);
+  // A load writes the weight in place (its storage's write count moves; the bf16 copy is made again).
+  Tensor& weight = model.blocks[0].mlp.fc1.weight;
+  const Tensor changed = weight * 1.5;
+  cuda::copy_device_to_device(weight.raw_data(), changed.raw_data(), changed.nbytes());
+  const Tensor after = model.forward_frozen(images);
+  CHECK(model.frozen_graphs().replays() == 1);
+  const ScopedEngineSettings eager(&EngineSettings::cuda_graphs, CudaGraphs::off);
+  CHECK(same_bits(after, model.forward_frozen(images)));
+  CHECK_FALSE(same_bits(after, model.forward_frozen(random_images(4, 6))));
+}
+
+TEST_CASE("CUDA graphs: a forward that cannot be recorded runs eagerly from then on") {
+  const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+  int64_t read_backs = 0;
+  // A forward that reads a value back on the host: no graph can hold that.
+  const auto reads_back = [&](const Tensor& x) {
+    ++read_backs;
+    const float first = host_values(x)[0];
+    return x * static_cast<double>(first);
+  };
+  FrozenGraphs graphs_of_model;
+  const Tensor x = from_vector<float>({2, 3}, {2}, gpu);
+  for (int call = 0; call < 4; ++call) CHECK(host_values(graphs_of_model.run(x, {}, reads_back)) == std::vector<float>{4, 6});
+  CHECK(read_backs == 5);  // four eager calls and the one attempt to record
+  CHECK(graphs_of_model.recordings() == 0);
+  CHECK(graphs_of_model.replays() == 0);
+  check_engine_works();
+}
