@@ -143,17 +143,23 @@ fi
 # GPU): four SimGCD seeds one at a time and all four at once, each way's wall time, and whether the
 # table is the same both ways (it must be: each run is a process of its own, and its kernels give
 # the same bits whatever runs beside them).
+# Then four at once again with the frozen blocks as CUDA graphs (MCDL_CUDA_GRAPHS=frozen), whose
+# table must be the same too (the graphs replay the eager bits).
 demo_jobs() {
-  for jobs in 1 4; do
-    local start=$SECONDS
-    DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd DEMO_OUT="/tmp/demo-jobs-$jobs" \
-      tools/demo.sh > "/tmp/demo-jobs-$jobs.txt" 2>&1 || { cat "/tmp/demo-jobs-$jobs.txt"; return 1; }
-    echo "DEMO_JOBS=$jobs: $((SECONDS - start)) s for 4 SimGCD runs"
-    sed -n '/in all\./,$p' "/tmp/demo-jobs-$jobs.txt" | tail -n +2 > "/tmp/demo-jobs-$jobs.table"
+  for way in 1 4 4-graphs; do
+    local start=$SECONDS jobs=${way%%-*} graphs=off
+    [ "$way" = 4-graphs ] && graphs=frozen
+    MCDL_CUDA_GRAPHS=$graphs DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd \
+      DEMO_OUT="/tmp/demo-jobs-$way" tools/demo.sh > "/tmp/demo-jobs-$way.txt" 2>&1 ||
+      { cat "/tmp/demo-jobs-$way.txt"; return 1; }
+    echo "DEMO_JOBS=$jobs, CUDA graphs $graphs: $((SECONDS - start)) s for 4 SimGCD runs"
+    sed -n '/in all\./,$p' "/tmp/demo-jobs-$way.txt" | tail -n +2 > "/tmp/demo-jobs-$way.table"
   done
   cat /tmp/demo-jobs-1.table
-  cmp -s /tmp/demo-jobs-1.table /tmp/demo-jobs-4.table && echo "table with 4 at once: the same" ||
-    echo "table with 4 at once: DIFFERENT"
+  for way in 4 4-graphs; do
+    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$way.table" && echo "table with $way: the same" ||
+      echo "table with $way: DIFFERENT"
+  done
 }
 wants demo-jobs && stage demo-jobs demo_jobs
 # The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
