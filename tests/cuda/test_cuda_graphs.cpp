@@ -44,10 +44,11 @@ Tensor random_images(int64_t batch, uint64_t seed) {
   return rand_normal({batch, 3, 32, 32}, DType::f32, stream, 0.0, 1.0, gpu);
 }
 
-// A ViT with two frozen blocks in front of a trained one, on the device.
+// A ViT with two frozen blocks in front of a trained one, on the device; with LayerScale, DINOv2's
+// registers and a position table learnt at another size (resized to the input, as DINOv2's is).
 VisionTransformer frozen_prefix_model(bool layer_scale) {
   VisionTransformer model(parse_model_config(std::string("img=32,patch=8,dim=64,depth=3,heads=4,chans=3") +
-                                             (layer_scale ? ",layer_scale=true,registers=2" : ""))
+                                             (layer_scale ? ",layer_scale=true,registers=2,pos_img=48" : ""))
                               .backbone);
   model.initialize(11);
   model.set_grad_from_block(2);
