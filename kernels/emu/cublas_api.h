@@ -4,10 +4,13 @@
 // cuBLASLt's descriptors, heuristic and its bias and bias-then-GELU epilogues — so the row-major
 // ↔ column-major translation at the call sites is exercised on the CPU. TF32 compute rounds the inputs to
 // TF32 (10 mantissa bits) as the tensor cores do; accumulation is in the compute precision.
+// The products run at the call, or are recorded when the stream is being captured into a CUDA
+// graph (stream_capture.h), their host scalars and descriptors as they were at the call.
 // Names and values are those of cublas_api.h / cublasLt.h; only what the project uses exists.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/bf16.h"
 #include "kernels/gelu_form.h"
@@ -113,6 +116,12 @@ inline cublasStatus_t gemm_arguments(cublasHandle_t handle, cublasOperation_t tr
   if (!stream_usable(handle->stream)) return CUBLAS_STATUS_NOT_SUPPORTED;
   return CUBLAS_STATUS_SUCCESS;
 }
+
+// alpha and beta, host pointers in the compute type, as doubles.
+inline std::pair<double, double> gemm_scales(const void* alpha, const void* beta, cublasComputeType_t compute) {
+  if (compute == CUBLAS_COMPUTE_64F) return {*static_cast<const double*>(alpha), *static_cast<const double*>(beta)};
+  return {*static_cast<const float*>(alpha), *static_cast<const float*>(beta)};
+}
 }  // namespace mcdl::emu::detail
 
 inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -127,11 +136,8 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOp
                                             computeType);
       status != CUBLAS_STATUS_SUCCESS)
     return status;
-  const bool double_compute = computeType == CUBLAS_COMPUTE_64F;
-  // alpha and beta are in the compute type (host pointers).
-  const double a_scale = double_compute ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
-  const double b_scale = double_compute ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
   // Queued on the handle's stream (recorded when it is being captured), the scales as read now.
+  const auto [a_scale, b_scale] = mcdl::emu::detail::gemm_scales(alpha, beta, computeType);
   mcdl::emu::on_stream(handle->stream, [=] {
     auto element_bytes = [](cudaDataType type) { return type == CUDA_R_64F ? 8 : type == CUDA_R_32F ? 4 : 2; };
     for (int batch = 0; batch < batchCount; ++batch) {
@@ -158,9 +164,7 @@ inline cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation
       status != CUBLAS_STATUS_SUCCESS)
     return status;
   // The pointer arrays are device memory: read when the products run.
-  const bool double_compute = computeType == CUBLAS_COMPUTE_64F;
-  const double a_scale = double_compute ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
-  const double b_scale = double_compute ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  const auto [a_scale, b_scale] = mcdl::emu::detail::gemm_scales(alpha, beta, computeType);
   mcdl::emu::on_stream(handle->stream, [=] {
     for (int batch = 0; batch < batchCount; ++batch)
       mcdl::emu::detail::column_major_gemm(transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k, a_scale,
