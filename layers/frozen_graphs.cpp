@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "engine/storage.h"
-#include "kernels/cuda/runtime.h"
 
 namespace mcdl {
 namespace {
