@@ -16,6 +16,11 @@ std::atomic<int64_t> all_recordings{0}, all_replays{0};
 int64_t FrozenGraphs::process_recordings() { return all_recordings.load(); }
 int64_t FrozenGraphs::process_replays() { return all_replays.load(); }
 
+bool FrozenGraphs::ParameterState::operator==(const ParameterState& other) const {
+  const std::shared_ptr<Storage> mine = storage.lock();
+  return mine && mine == other.storage.lock() && offset == other.offset && writes == other.writes;
+}
+
 bool FrozenGraphs::Key::operator==(const Key& other) const {
   return shape == other.shape && dtype == other.dtype &&
          std::memcmp(&settings, &other.settings, sizeof settings) == 0 && parameters == other.parameters;
@@ -43,7 +48,7 @@ Tensor FrozenGraphs::run(const Tensor& input, const std::vector<Tensor>& paramet
   Key key{input.shape(), input.dtype(), engine_settings(), {}};
   key.parameters.reserve(parameters.size());
   for (const Tensor& p : parameters)
-    key.parameters.push_back(ParameterState{p.storage().get(), p.storage_offset(), p.storage()->writes()});
+    key.parameters.push_back(ParameterState{p.storage(), p.storage_offset(), p.storage()->writes()});
   Entry& entry = entry_for(std::move(key));
   entry.last_use = ++clock_;
   if (entry.graph) {

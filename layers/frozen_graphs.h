@@ -37,11 +37,13 @@ class FrozenGraphs {
   static int64_t process_replays();
 
  private:
+  // A parameter as a recording read it. The storage is held weakly and compared as an object, not
+  // an address: a new storage at a freed one's address is another parameter.
   struct ParameterState {
-    const void* storage;
+    std::weak_ptr<Storage> storage;
     int64_t offset;
     uint64_t writes;
-    bool operator==(const ParameterState&) const = default;
+    bool operator==(const ParameterState& other) const;
   };
   struct Key {
     Shape shape;

@@ -185,6 +185,23 @@ TEST_CASE("CUDA graphs: a frozen weight written since the recording is never rep
   CHECK_FALSE(same_bits(after, model.forward_frozen(random_images(4, 6))));
 }
 
+TEST_CASE("CUDA graphs: weights moved to new storages are recorded again, never replayed from the old") {
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+  const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+  VisionTransformer model = frozen_prefix_model(false);
+  const Tensor images = random_images(4, 5);
+  for (int call = 0; call < 3; ++call) (void)model.forward_frozen(images);
+  REQUIRE(model.frozen_graphs().replays() == 1);
+  // The device storages are freed and made again (the key holds each storage as an object, so even
+  // a new one at a freed one's address is not taken for it).
+  model.to(Device::cpu());
+  model.to(gpu);
+  (void)model.forward_frozen(images);
+  CHECK(model.frozen_graphs().replays() == 1);
+  (void)model.forward_frozen(images);  // recorded again for the new storages
+  CHECK(model.frozen_graphs().recordings() == 2);
+}
+
 TEST_CASE("CUDA graphs: a forward that cannot be recorded runs eagerly from then on") {
   const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
   int64_t read_backs = 0;
