@@ -13,7 +13,8 @@
 //     / cudaErrorStreamCaptureImplicit), and cudaStreamEndCapture then returns no graph.
 // Stricter than CUDA, and documented as such: one capture at a time in the process; events are not
 // recorded into captures; a graph must free what it allocates (cudaGraphInstantiate refuses one
-// that leaves memory to its caller).
+// that leaves memory to its caller). Not recorded: the emulated NCCL's collectives, which run at
+// the call (no graph of the project holds a collective).
 #pragma once
 #include <functional>
 #include <memory>
