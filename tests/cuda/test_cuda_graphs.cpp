@@ -219,3 +219,26 @@ TEST_CASE("CUDA graphs: a forward that cannot be recorded runs eagerly from then
   CHECK(graphs_of_model.replays() == 0);
   check_engine_works();
 }
+
+TEST_CASE("CUDA graphs: the last four shapes keep their graphs; an older one is recorded again") {
+  const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+  FrozenGraphs kept;
+  const auto doubled = [](const Tensor& x) { return x * 2.0; };
+  auto call = [&](int64_t n) {
+    const Tensor x = full({n}, static_cast<double>(n), DType::f32, gpu);
+    CHECK(host_values(kept.run(x, {}, doubled)) == std::vector<float>(static_cast<size_t>(n), 2.0f * n));
+  };
+  for (int64_t n = 1; n <= 6; ++n)
+    for (int repeat = 0; repeat < 3; ++repeat) call(n);  // eager, recorded, replayed
+  CHECK(kept.recordings() == 6);
+  CHECK(kept.replays() == 6);
+  call(3);  // among the last four: replayed
+  CHECK(kept.replays() == 7);
+  call(1);  // its graph went when shape 5's came: recorded again (shape 4's goes)
+  CHECK(kept.recordings() == 7);
+  CHECK(kept.replays() == 7);
+  call(4);
+  CHECK(kept.recordings() == 8);
+  call(1);
+  CHECK(kept.replays() == 8);
+}
