@@ -56,6 +56,12 @@ VisionTransformer frozen_prefix_model(bool layer_scale) {
   return model;
 }
 
+// Three frozen forwards of one batch: eager, recorded, replayed.
+void record_and_replay(VisionTransformer& model, const Tensor& images) {
+  for (int call = 0; call < 3; ++call) (void)model.forward_frozen(images);
+  REQUIRE(model.frozen_graphs().replays() == 1);
+}
+
 }  // namespace
 
 TEST_CASE("CUDA graphs: a recording runs when replayed, on the buffers' contents at that time") {
@@ -172,8 +178,7 @@ TEST_CASE("CUDA graphs: a frozen weight written since the recording is never rep
   const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
   VisionTransformer model = frozen_prefix_model(false);
   const Tensor images = random_images(4, 5);
-  for (int call = 0; call < 3; ++call) (void)model.forward_frozen(images);
-  REQUIRE(model.frozen_graphs().replays() == 1);
+  record_and_replay(model, images);
   // A load writes the weight in place (its storage's write count moves; the bf16 copy is made again).
   Tensor& weight = model.blocks[0].mlp.fc1.weight;
   const Tensor changed = weight * 1.5;
@@ -190,8 +195,7 @@ TEST_CASE("CUDA graphs: weights moved to new storages are recorded again, never 
   const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
   VisionTransformer model = frozen_prefix_model(false);
   const Tensor images = random_images(4, 5);
-  for (int call = 0; call < 3; ++call) (void)model.forward_frozen(images);
-  REQUIRE(model.frozen_graphs().replays() == 1);
+  record_and_replay(model, images);
   // The device storages are freed and made again (the key holds each storage as an object, so even
   // a new one at a freed one's address is not taken for it).
   model.to(Device::cpu());
