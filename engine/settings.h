@@ -1,5 +1,6 @@
 // The engine's process-wide switches in one value: how f32 products, the bf16 attention and the
-// bf16 MLP's GELU run, whether the frozen blocks run as CUDA graphs, and two test aids (NaN-poisoned fresh storage, a forced CUDA block size).
+// bf16 MLP's GELU run, whether the frozen blocks run as CUDA graphs, and two test aids
+// (NaN-poisoned fresh storage, a forced CUDA block size).
 //
 // Threads: there is one current value per process, read through engine_settings() by any thread
 // (OpenMP workers run the ops, data-loader threads allocate storage). It changes only through

@@ -80,7 +80,8 @@ void report_if_failed(cudaError_t status, const char* what) {
 // it could not hold.
 struct CaptureState {
   std::mutex mutex;
-  bool active = false;
+  // Read without the lock by every allocation and free, which take it only during a capture.
+  std::atomic<bool> active{false};
   std::unordered_set<void*> allocated;  // during the capture, not yet freed in it
   std::vector<void*> frees_after;       // allocated before the capture, freed during it: freed after it
   std::string fault;                    // the first thing the graph could not hold
@@ -172,15 +173,16 @@ void* device_alloc(size_t bytes) {
   void* pointer = nullptr;
   MCDL_CUDA_CHECK(cudaMallocAsync(&pointer, bytes == 0 ? 1 : bytes, engine_stream()));
   CaptureState& capture = capture_state();
-  std::lock_guard<std::mutex> lock(capture.mutex);
-  if (capture.active) capture.allocated.insert(pointer);
+  if (capture.active.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(capture.mutex);
+    if (capture.active) capture.allocated.insert(pointer);
+  }
   return pointer;
 }
 
 void device_free(void* pointer) {
   if (!pointer) return;
-  {
-    CaptureState& capture = capture_state();
+  if (CaptureState& capture = capture_state(); capture.active.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(capture.mutex);
     // Freeing older memory inside a graph would free it again at every replay: refused, and freed
     // once the capture has ended.
@@ -243,11 +245,7 @@ void synchronize() {
   if (device_available()) MCDL_CUDA_CHECK(cudaStreamSynchronize(engine_stream()));
 }
 
-bool capturing() {
-  CaptureState& capture = capture_state();
-  std::lock_guard<std::mutex> lock(capture.mutex);
-  return capture.active;
-}
+bool capturing() { return capture_state().active.load(std::memory_order_acquire); }
 
 void refuse_upload_in_capture() { refuse_in_capture("an upload from host memory (copy_host_to_device)"); }
 

@@ -120,7 +120,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 // Waiting for a stream that is being captured fails and invalidates the capture, as on a GPU.
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (mcdl::emu::capturing(stream)) {
-    mcdl::emu::invalidate_capture("the host waited for the stream (cudaStreamSynchronize)");
+    mcdl::emu::invalidate_capture();
     return cudaErrorStreamCaptureUnsupported;
   }
   mcdl::emu::observe_frees();
@@ -150,7 +150,7 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
 // Events are not recorded into captures here (CUDA allows it; the project never does it).
 inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (mcdl::emu::capturing(stream)) {
-    mcdl::emu::invalidate_capture("an event was recorded on the stream (not emulated in captures)");
+    mcdl::emu::invalidate_capture();
     return cudaErrorStreamCaptureUnsupported;
   }
   if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
@@ -259,10 +259,7 @@ inline cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
           live.erase(block);
           return cudaSuccess;
         }
-      if (!capture.invalidated) {
-        capture.invalidated = true;
-        capture.why = "memory allocated before the capture was freed on the stream";
-      }
+      capture.invalidated = true;
       return cudaErrorStreamCaptureUnsupported;
     }
   }
@@ -318,7 +315,6 @@ inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCapture
   if (capture.stream) return cudaErrorIllegalState;  // one capture at a time (stricter than CUDA)
   capture.stream = stream;
   capture.invalidated = false;
-  capture.why.clear();
   capture.work = std::make_shared<mcdl::emu::CapturedWork>();
   capture.work->memory->release = [](void* block) { (void)mcdl::emu::free_pool_block(block); };
   capture.live_blocks.clear();
@@ -364,7 +360,7 @@ inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (!exec) return cudaErrorInvalidValue;
   if (!mcdl::emu::stream_usable(stream)) return cudaErrorStreamCaptureImplicit;
   if (mcdl::emu::capturing(stream)) {  // a graph inside a capture: not emulated
-    mcdl::emu::invalidate_capture("a graph was launched into the capture (not emulated)");
+    mcdl::emu::invalidate_capture();
     return cudaErrorStreamCaptureUnsupported;
   }
   for (const auto& step : exec->work->steps) step();

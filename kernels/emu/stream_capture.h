@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,7 +46,6 @@ struct StreamCapture {
   std::mutex mutex;
   cudaStream_t stream = nullptr;  // being captured, or null
   bool invalidated = false;
-  std::string why;  // of the invalidation
   std::shared_ptr<CapturedWork> work;
   std::vector<void*> live_blocks;  // allocated in the capture, not yet freed in it
 };
@@ -64,14 +62,11 @@ inline bool capturing(cudaStream_t stream) {
   return c.stream && c.stream == stream;
 }
 
-// Marks the capture in progress, if any, as failed: `why` says what broke it.
-inline void invalidate_capture(const std::string& why) {
+// Marks the capture in progress, if any, as failed (as CUDA, the emulator keeps no reason).
+inline void invalidate_capture() {
   StreamCapture& c = stream_capture();
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (c.stream && !c.invalidated) {
-    c.invalidated = true;
-    c.why = why;
-  }
+  if (c.stream) c.invalidated = true;
 }
 
 // False when `stream` may not take work now: it is the legacy default stream (null) while another
@@ -80,10 +75,7 @@ inline bool stream_usable(cudaStream_t stream) {
   StreamCapture& c = stream_capture();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (stream || !c.stream) return true;
-  if (!c.invalidated) {
-    c.invalidated = true;
-    c.why = "work was queued on the legacy default stream during the capture";
-  }
+  c.invalidated = true;
   return false;
 }
 
