@@ -4,9 +4,11 @@
 # ViT-B/14 in bf16), a two-epoch run on a CUB-sized synthetic layout in fp32 and bf16 (train +
 # eval + checkpoint), the CLS features of real photos in each precision against fp32, and the demo's SimGCD in fp32
 # and bf16 (Fashion-MNIST's idx files carried in .gpu/fmnist), and compute-sanitizer's four tools
-# over the native GPU suite (time-bounded subsets, see the sanitize stage). Runs the binaries of
+# over the native GPU suite (time-bounded subsets, see the sanitize stage); last, the verdicts of
+# docs/performance.md's written rules and the targets (tools/gpu_verdicts.sh). Runs the binaries of
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
-# stage's tail and time) and logs.tar.gz (each stage's whole log) into $OUT (default ./gpu_report).
+# stage's tail and time, the verdicts) and logs.tar.gz (each stage's whole log, rewritten after
+# every stage) into $OUT (default ./gpu_report).
 #
 #   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo demo-jobs pairs mpi sanitize
 #                                    (default: all, in this order)
@@ -34,6 +36,8 @@ stage() {
   local rc=$?
   tail -n 25 "$LOGS/$name.log" | tee -a "$REPORT"
   say "-- $name: exit $rc, $((SECONDS - start)) s"
+  # The logs so far, so that a call cut off at its limit still brings back every finished stage's.
+  tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
 }
 wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -237,5 +241,7 @@ if wants sanitize; then
       "--test-case=$SHARED_MEMORY_CASES"
   done
 fi
-tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
+# The written rules' verdicts and the targets, from this call's logs (tools/gpu_verdicts.sh; it
+# also runs on the logs of a call that was cut off: tar -xzf logs.tar.gz -C DIR, then the script on DIR).
+tools/gpu_verdicts.sh "$LOGS" | tee -a "$REPORT"
 say "== done"
