@@ -10,11 +10,20 @@
 
 namespace mcdl {
 namespace {
-std::atomic<int64_t> all_recordings{0}, all_replays{0};
+std::atomic<int64_t> all_recordings{0}, all_replays{0}, all_refusals{0};
 }  // namespace
 
 int64_t FrozenGraphs::process_recordings() { return all_recordings.load(); }
 int64_t FrozenGraphs::process_replays() { return all_replays.load(); }
+int64_t FrozenGraphs::process_refusals() { return all_refusals.load(); }
+
+std::string FrozenGraphs::process_summary() {
+  std::string line = "CUDA graphs of the frozen blocks: " + std::to_string(all_recordings.load()) + " recorded, " +
+                     std::to_string(all_replays.load()) + " replayed";
+  if (const int64_t refused = all_refusals.load(); refused > 0)
+    line += ", " + std::to_string(refused) + (refused == 1 ? " recording" : " recordings") + " refused";
+  return line;
+}
 
 bool FrozenGraphs::ParameterState::operator==(const ParameterState& other) const {
   const std::shared_ptr<Storage> mine = storage.lock();
@@ -72,6 +81,7 @@ Tensor FrozenGraphs::run(const Tensor& input, const std::vector<Tensor>& paramet
     ++all_recordings;
   } catch (const std::runtime_error& error) {  // cuda::CaptureError, or a library refusing the capture
     failed_ = true;
+    ++all_refusals;
     std::fprintf(stderr, "note: the frozen blocks run without CUDA graphs: %s\n", error.what());
   }
   return result;

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/captured_function.h"
@@ -35,6 +36,10 @@ class FrozenGraphs {
   int64_t replays() const { return replays_; }
   static int64_t process_recordings();
   static int64_t process_replays();
+  static int64_t process_refusals();  // recordings that failed (each model then runs eagerly)
+  // The process's counts in one line for a tool's console, e.g. "CUDA graphs of the frozen
+  // blocks: 3 recorded, 118 replayed" (", 1 recording refused" added where one failed).
+  static std::string process_summary();
 
  private:
   // A parameter as a recording read it. The storage is held weakly and compared as an object, not

@@ -26,6 +26,7 @@
 #include "engine/random.h"
 #include "engine/settings.h"
 #include "kernels/cuda/runtime.h"
+#include "layers/frozen_graphs.h"
 #include "layers/simgcd_model.h"
 #include "layers/vit_config.h"
 #include "mcdl/method/mcdl_step.h"
@@ -179,6 +180,9 @@ int main(int argc, char** argv) {
         fail("unknown workload '", workload, "': expected forward, simgcd or mcdl");
       }
     }
+    // Whether the graphs ran: a recording refused leaves the steps eager (tools/gpu_verdicts.sh reads it).
+    if (device.is_cuda() && engine_settings().cuda_graphs == CudaGraphs::frozen)
+      std::fprintf(stderr, "bench_step: %s\n", FrozenGraphs::process_summary().c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

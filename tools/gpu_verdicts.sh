@@ -38,6 +38,13 @@ epoch_last() {
   awk -v c="$2" 'index($0, c " per epoch (") == 1 { sub(/^[^)]*\): */, ""); if (NF) print $NF; exit }' \
     "$(log "$1")"
 }
+# Whether the frozen blocks' graphs ran in a log's runs: every "CUDA graphs of the frozen blocks:
+# N recorded, M replayed[, K recordings refused]" line (bench_step's, mcdl_train's) with M > 0 and
+# nothing refused, and at least one such line.
+graphs_replayed() {
+  grep -o 'CUDA graphs of the frozen blocks: .*' "$1" | awk '
+    { n++ } / 0 replayed/ || /refused/ { bad = 1 } END { exit !(n > 0 && !bad) }'
+}
 # a < b, for decimals.
 less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 
@@ -94,7 +101,7 @@ else
 fi
 
 # ---- CUDA graphs: frozen if SimGCD and MCDL steps >= 2% faster, nothing > 1% slower, the epoch's
-# train_seconds no higher, the suite's graph cases passing ---------------------------------------
+# train_seconds no higher, the suite's graph cases passing, and the graphs replayed in those runs --
 if have step-graphs && have epoch-bf16 && have epoch-bf16-graphs; then
   # "round R, graphs WAY: WORKLOAD<tab>bf16<tab>MS<tab>IMG/S": the better (lower) time of each way.
   steps=$(awk -F'\t' '/^round [0-9]+, graphs (off|frozen): [a-z]+\t/ {
@@ -113,9 +120,13 @@ if have step-graphs && have epoch-bf16 && have epoch-bf16-graphs; then
       $2 == "missing" { bad = 1 } $1 == "simgcd" && $2 >= 0.02 { s = 1 } $1 == "mcdl" && $2 >= 0.02 { m = 1 }
       NF == 2 && $2 != "missing" && 1 / (1 + $2) > 1.01 { bad = 1 }
       END { print (s && m && !bad) ? 1 : 0 }')
+  replayed=1
+  for run in step-graphs epoch-bf16-graphs; do
+    graphs_replayed "$(log "$run")" || { replayed=0; detail="$detail; the graphs did not replay in $run.log"; }
+  done
   if [ -z "$steps" ] || [ -z "$off_train" ] || [ -z "$graphs_train" ]; then
     echo "verdict CUDA graphs: undecided (a row is missing: $detail)"
-  elif [ "$ok" = 1 ] && [ "$suite_ok" = 1 ] && ! less "$off_train" "$graphs_train"; then
+  elif [ "$ok" = 1 ] && [ "$replayed" = 1 ] && [ "$suite_ok" = 1 ] && ! less "$off_train" "$graphs_train"; then
     echo "verdict CUDA graphs: frozen ($detail)"
   else
     echo "verdict CUDA graphs: off, unchanged ($detail; $suite)"

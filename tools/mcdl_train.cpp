@@ -11,6 +11,7 @@
 #include "data/datasets.h"
 #include "engine/collective.h"
 #include "engine/error.h"
+#include "layers/frozen_graphs.h"
 #include "tools/common/cli.h"
 #include "tools/common/config_arguments.h"
 #include "tools/common/mpi_launch.h"
@@ -134,6 +135,9 @@ int run(int argc_in, char** argv_in) {
   }
   if (line == "final") line += "  no labels for the evaluated images: nothing to score";
   std::printf("%s  (%.0f s)\n", line.c_str(), summary.seconds);
+  // With MCDL_CUDA_GRAPHS=frozen on a GPU: whether the graphs were recorded and replayed.
+  if (rank_zero && mcdl::FrozenGraphs::process_recordings() + mcdl::FrozenGraphs::process_refusals() > 0)
+    std::fprintf(stderr, "%s\n", mcdl::FrozenGraphs::process_summary().c_str());
   // The pictures of the run: curves.svg, confusion.svg, embedding.svg and report.html (config.out is
   // the run directory, resumed too).
   if (rank_zero) std::fprintf(stderr, "report: %s\n", mcdl::tools::write_run_report(config.out).c_str());

@@ -222,6 +222,14 @@ TEST_CASE("CUDA graphs: a forward that cannot be recorded runs eagerly from then
   CHECK(graphs_of_model.recordings() == 0);
   CHECK(graphs_of_model.replays() == 0);
   check_engine_works();
+  // The tools' console line counts the refusal (with the process's other tests' counts).
+  const std::string line = FrozenGraphs::process_summary();
+  CHECK(line.rfind("CUDA graphs of the frozen blocks: " + std::to_string(FrozenGraphs::process_recordings()) +
+                       " recorded, " + std::to_string(FrozenGraphs::process_replays()) + " replayed, ",
+                   0) == 0);
+  const int64_t refused = FrozenGraphs::process_refusals();
+  CHECK(refused >= 1);
+  CHECK(line.ends_with(", " + std::to_string(refused) + (refused == 1 ? " recording" : " recordings") + " refused"));
 }
 
 TEST_CASE("CUDA graphs: the last four shapes keep their graphs; an older one is recorded again") {
@@ -245,4 +253,13 @@ TEST_CASE("CUDA graphs: the last four shapes keep their graphs; an older one is 
   CHECK(kept.recordings() == 8);
   call(1);
   CHECK(kept.replays() == 8);
+  // Counted for the process too, for the tools' console line.
+  const int64_t recordings = FrozenGraphs::process_recordings(), replays = FrozenGraphs::process_replays();
+  call(2);  // recorded again (shape 6's goes)
+  call(2);  // replayed
+  CHECK(FrozenGraphs::process_recordings() == recordings + 1);
+  CHECK(FrozenGraphs::process_replays() == replays + 1);
+  CHECK(FrozenGraphs::process_summary().rfind("CUDA graphs of the frozen blocks: " + std::to_string(recordings + 1) +
+                                                  " recorded, " + std::to_string(replays + 1) + " replayed",
+                                              0) == 0);
 }

@@ -23,7 +23,8 @@ fs::path repo_root() { return fs::absolute(fs::path(__FILE__)).parent_path().par
 // The logs of a call in which every rule's conditions hold: the suite passed; cudnn is the fastest
 // attention; the block is faster with tanh and its photos keep cosine 0.9996; graphs make SimGCD
 // 3.1% and MCDL 2.6% faster (best of two rounds), the forward 0.4% slower, the epoch's training
-// shorter; four demo runs at once take a third of the time with the same table.
+// shorter, and they replayed in both; four demo runs at once take a third of the time with the
+// same table.
 std::map<std::string, std::string> favourable_logs() {
   std::map<std::string, std::string> logs;
   logs["test"] = "[doctest] test cases: 130 | 130 passed | 0 failed | 0 skipped\n[doctest] Status: SUCCESS!\n";
@@ -49,12 +50,14 @@ std::map<std::string, std::string> favourable_logs() {
     steps += prefix + "forward\tbf16\t" + rounds[r][0] + "\t1.0\n" + prefix + "simgcd\tbf16\t" + rounds[r][1] +
              "\t1.0\n" + prefix + "mcdl\tbf16\t" + rounds[r][2] + "\t1.0\n";
   }
-  logs["step-graphs"] = steps;
+  logs["step-graphs"] = steps + "round 1, graphs frozen: bench_step: CUDA graphs of the frozen blocks: 2 recorded, 31 replayed\n" +
+                        "round 2, graphs frozen: bench_step: CUDA graphs of the frozen blocks: 2 recorded, 31 replayed\n";
   logs["epoch-bf16"] =
       "train_seconds per epoch (bf16): 2.900 2.440 \neval_seconds per epoch (bf16): 1.700 1.650 \n";
   logs["epoch-bf16-graphs"] =
       "train_seconds per epoch (bf16, CUDA graphs frozen): 2.800 2.400 \n"
-      "eval_seconds per epoch (bf16, CUDA graphs frozen): 0.500 0.400 \n";
+      "eval_seconds per epoch (bf16, CUDA graphs frozen): 0.500 0.400 \n"
+      "CUDA graphs of the frozen blocks: 4 recorded, 180 replayed\n";
   logs["demo-jobs"] =
       "DEMO_JOBS=1, CUDA graphs off: 120 s for 4 SimGCD runs\nDEMO_JOBS=4, CUDA graphs off: 40 s for 4 SimGCD runs\n"
       "table with 4: the same\n";
@@ -149,6 +152,17 @@ TEST_CASE("gpu verdicts: each condition of the CUDA graph rule keeps graphs off 
     const Verdicts v = run_verdicts(logs, "epoch-slow");
     CHECK(v.out.find("verdict CUDA graphs: off, unchanged (") != std::string::npos);
     CHECK(v.out.find("train_seconds 5.350 s against 5.340 s") != std::string::npos);
+  }
+  SUBCASE("graphs that never replayed, or a recording refused") {
+    for (const char* line : {"CUDA graphs of the frozen blocks: 0 recorded, 0 replayed, 1 recording refused\n",
+                             "CUDA graphs of the frozen blocks: 3 recorded, 0 replayed\n", ""}) {
+      auto logs = favourable_logs();
+      logs["epoch-bf16-graphs"] = "train_seconds per epoch (bf16, CUDA graphs frozen): 2.800 2.400 \n" + std::string(line);
+      const Verdicts v = run_verdicts(logs, "not-replayed");
+      INFO(line);
+      CHECK(v.out.find("verdict CUDA graphs: off, unchanged (") != std::string::npos);
+      CHECK(v.out.find("the graphs did not replay in epoch-bf16-graphs.log") != std::string::npos);
+    }
   }
   SUBCASE("a missing epoch row") {
     auto logs = favourable_logs();
