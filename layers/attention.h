@@ -11,8 +11,8 @@ class Attention : public Module {
  public:
   Attention(int64_t dim, int64_t num_heads, bool qkv_bias);
 
-  // x [B, T, D] → [B, T, D].
-  Tensor forward(const Tensor& x) const;
+  // x [B, T, D] → [B, T, D], plus `residual` [B, T, D] when defined (added in proj's product).
+  Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
   // The output for token 0 alone, [B, 1, D]: keys and values for all T tokens, the query of
   // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query).
   Tensor forward_first_token(const Tensor& x) const;
@@ -26,8 +26,8 @@ class Attention : public Module {
 
  private:
   // softmax(q·kᵀ·scale)·v for q [B, H, Tq, hd], k and v [B, H, T, hd], then heads merged
-  // back into [B, Tq, D] and projected.
-  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v) const;
+  // back into [B, Tq, D] and projected (plus `residual` when defined).
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& residual = Tensor()) const;
 
   int64_t dim_, num_heads_, head_dim_;
   double scale_;

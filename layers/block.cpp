@@ -19,6 +19,12 @@ Block::Block(int64_t dim, int64_t num_heads, int64_t mlp_hidden_dim, bool qkv_bi
 }
 
 Tensor Block::forward(const Tensor& x) const {
+  // Without LayerScale the skip connections ride in proj's and fc2's products (on a GPU, their
+  // epilogues: no pass of their own over the activations).
+  if (!ls1_gamma.defined()) {
+    Tensor h = attn.forward(norm1.forward(x), x);
+    return mlp.forward(norm2.forward(h), h);
+  }
   Tensor h = residual(x, attn.forward(norm1.forward(x)), ls1_gamma);
   return residual(h, mlp.forward(norm2.forward(h)), ls2_gamma);
 }

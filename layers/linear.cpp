@@ -9,7 +9,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamI
   if (with_bias) bias = new_parameter({out_features});
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x, const Tensor& residual) const { return linear(x, weight, bias, residual); }
 
 Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
   return bf16_linear(x, weight_bf16_.of(weight, gain), bias.defined() ? bias_bf16_.of(bias, gain) : Tensor(),

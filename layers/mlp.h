@@ -8,7 +8,8 @@ class Mlp : public Module {
  public:
   Mlp(int64_t dim, int64_t hidden_dim);
 
-  Tensor forward(const Tensor& x) const;  // [..., dim] → [..., dim]
+  // [..., dim] → [..., dim], plus `residual` when defined (added in fc2's product).
+  Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
   // residual + forward(x) on bf16 activations, no graph (the residual added in fc2's product); with
   // `gain` (LayerScale), residual + gain ⊙ forward(x), the gain folded into fc2's bf16 weights.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain = Tensor()) const;

@@ -1,6 +1,7 @@
 #include "engine/ops/linalg.h"
 
 #include "engine/dispatch.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/gemm_dispatch.h"
 #include "kernels/cpu/gemm_bf16.h"  // bf16_products_native
 
@@ -29,9 +30,9 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool b_transposed) {
   return d;
 }
 
-// C = A·op(B) with op(B) = B or Bᵀ; the backward reads B the same way: dA = G·op(B)ᵀ, and
-// dB = Aᵀ·G (or its transpose Gᵀ·A when B is stored transposed).
-Tensor matmul_impl(const Tensor& a, const Tensor& b, bool b_transposed) {
+// C = scale·A·op(B) with op(B) = B or Bᵀ; the backward reads B the same way: dA = scale·G·op(B)ᵀ,
+// and dB = scale·Aᵀ·G (or its transpose scale·Gᵀ·A when B is stored transposed).
+Tensor matmul_impl(const Tensor& a, const Tensor& b, bool b_transposed, double scale) {
   const MatmulDims d = matmul_dims(a, b, b_transposed);
   Shape out_shape(a.shape().begin(), a.shape().end() - 1);
   out_shape.push_back(d.n);
@@ -47,25 +48,26 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b, bool b_transposed) {
   dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
     using T = decltype(zero);
     batched_gemm<T>(a.device(), batch, false, b_transposed, rows, d.n, d.k, a.ptr<T>(), d.k, rows * d.k, b.ptr<T>(),
-                    ldb, d.k * d.n, out.ptr<T>(), d.n, rows * d.n, GradMode::Overwrite);
+                    ldb, d.k * d.n, out.ptr<T>(), d.n, rows * d.n, GradMode::Overwrite, static_cast<T>(scale));
   });
-  record(out, "matmul", {a, b}, [a, b, d, rows, batch, b_transposed, ldb](const Tensor& g, GradSink& sink) {
+  record(out, "matmul", {a, b}, [a, b, d, rows, batch, b_transposed, ldb, scale](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "matmul backward", [&](auto zero) {
       using T = decltype(zero);
+      const T alpha = static_cast<T>(scale);
       GradMode mode;
-      if (sink.needed(0)) {  // dA = G·op(B)ᵀ
+      if (sink.needed(0)) {  // dA = scale·G·op(B)ᵀ
         Tensor& da = sink.buffer(0, mode);
         batched_gemm<T>(g.device(), batch, false, !b_transposed, rows, d.k, d.n, g.ptr<T>(), d.n, rows * d.n,
-                        b.ptr<T>(), ldb, d.k * d.n, da.ptr<T>(), d.k, rows * d.k, mode);
+                        b.ptr<T>(), ldb, d.k * d.n, da.ptr<T>(), d.k, rows * d.k, mode, alpha);
       }
-      if (sink.needed(1)) {  // dB = Aᵀ·G, or Gᵀ·A stored transposed (a shared B sums over the stacked rows)
+      if (sink.needed(1)) {  // dB = scale·Aᵀ·G, or scale·Gᵀ·A stored transposed (a shared B sums over the stacked rows)
         Tensor& db = sink.buffer(1, mode);
         if (b_transposed) {
           batched_gemm<T>(g.device(), batch, true, false, d.n, d.k, rows, g.ptr<T>(), d.n, rows * d.n, a.ptr<T>(),
-                          d.k, rows * d.k, db.ptr<T>(), d.k, d.k * d.n, mode);
+                          d.k, rows * d.k, db.ptr<T>(), d.k, d.k * d.n, mode, alpha);
         } else {
           batched_gemm<T>(g.device(), batch, true, false, d.k, d.n, rows, a.ptr<T>(), d.k, rows * d.k, g.ptr<T>(),
-                          d.n, rows * d.n, db.ptr<T>(), d.n, d.k * d.n, mode);
+                          d.n, rows * d.n, db.ptr<T>(), d.n, d.k * d.n, mode, alpha);
         }
       }
     });
@@ -104,10 +106,11 @@ MatmulPrecision select_matmul_precision(const std::string& text, Device device) 
   return value;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false); }
-Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true); }
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false, 1.0); }
+Tensor matmul_transposed(const Tensor& a, const Tensor& b, double scale) { return matmul_impl(a, b, true, scale); }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  if (residual.defined() && !bias.defined()) return residual + linear(x, weight);  // no epilogue to ride in
   check_same_dtype_device("linear", x, weight);
   check_floating("linear", x);
   check(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x,
@@ -119,6 +122,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
+  if (residual.defined()) {
+    check_same_dtype_device("linear", x, residual);
+    check(residual.shape() == out_shape, "linear: residual ", residual, " does not match the output ",
+          shape_str(out_shape));
+  }
   Tensor out = empty(out_shape, x.dtype(), x.device());
   const Device device = x.device();
   dispatch_floating(x.dtype(), "linear", [&](auto zero) {
@@ -131,11 +139,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // On CUDA, cuBLASLt adds the bias in the GEMM's epilogue: the output is written once, never
     // read (for 768->2304 at 128·197 rows, 232 MB not written by a broadcast nor read back).
     on_device(device, [&](auto k) {
-      k.gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(), out.ptr<T>(),
-                  gemm_mode());
+      k.gemm_bias(false, true, rows, out_features, in, x.ptr<T>(), in, weight.ptr<T>(), in, bias.ptr<T>(),
+                  residual.defined() ? residual.ptr<T>() : nullptr, out.ptr<T>(), gemm_mode());
     });
   });
-  record(out, "linear", {x, weight, bias}, [x, weight, rows, in, out_features](const Tensor& g, GradSink& sink) {
+  record(out, "linear", {x, weight, bias, residual}, [x, weight, rows, in, out_features](const Tensor& g, GradSink& sink) {
     dispatch_floating(g.dtype(), "linear backward", [&](auto zero) {
       using T = decltype(zero);
       const Device device = g.device();
@@ -155,6 +163,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         const bool overwrite = mode == GradMode::Overwrite;
         on_device(device, [&](auto k) { k.column_sums(g.ptr<T>(), db.ptr<T>(), rows, out_features, overwrite); });
       }
+      if (sink.needed(3)) sink.add(3, g);  // d(residual) = G
     });
   });
   return out;

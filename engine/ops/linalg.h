@@ -11,13 +11,18 @@ namespace mcdl {
 // a [..., M, K] · b [..., K, N] → [..., M, N]. The leading (batch) dimensions of a and b
 // must be equal, or b is a plain [K, N] matrix shared by every batch entry.
 Tensor matmul(const Tensor& a, const Tensor& b);
-// a [..., M, K] · b [..., N, K]ᵀ → [..., M, N] (PyTorch's a @ b.transpose(-2, -1)) without
-// materialising the transpose: the product reads b transposed. Batch rules as matmul's.
-Tensor matmul_transposed(const Tensor& a, const Tensor& b);
+// scale · a [..., M, K] · b [..., N, K]ᵀ → [..., M, N] (PyTorch's a @ b.transpose(-2, -1) * scale)
+// without materialising the transpose: the product reads b transposed, and applies the scale as
+// its alpha instead of a pass of its own over the output (attention's 1/√d on its scores). Batch
+// rules as matmul's. Scaling by a power of two is exact, so then the bits are those of the
+// product followed by a multiplication, forward and backward.
+Tensor matmul_transposed(const Tensor& a, const Tensor& b, double scale = 1.0);
 
-// x [..., in] · weightᵀ + bias → [..., out], with weight [out, in] and bias [out] (bias may
-// be an undefined Tensor for no bias).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// x [..., in] · weightᵀ + bias (+ residual) → [..., out], with weight [out, in], bias [out] and
+// residual [..., out] (each may be an undefined Tensor for none). The residual (a transformer
+// block's skip connection) rides in the product's epilogue on a GPU, where cuBLASLt takes it;
+// on the CPU it is added after the product, the bits of linear(x, weight, bias) + residual.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Tensor& residual = Tensor());
 
 // "fp32", "tf32", "bf16"; parse_matmul_precision names the choices when the text is none of them.
 const char* matmul_precision_name(MatmulPrecision precision);

@@ -51,14 +51,17 @@ void broadcast_rows(const T* bias, T* out, int64_t rows, int64_t cols) {
   });
 }
 
-// C = op(A)·op(B) + bias, bias[j] added to column j of every row, C contiguous m×n (the twin of
-// cuda::gemm_bias). The bias is the GEMM's starting value (beta = 1): one pass over C, not two.
+// C = op(A)·op(B) + bias (+ residual), bias[j] added to column j of every row, C and the
+// residual (or nullptr) contiguous m×n (the twin of cuda::gemm_bias). The bias is the GEMM's
+// starting value (beta = 1): one pass over C, not two. The residual is added after the product,
+// each element rounded once more, as a separate addition would: the bits of linear, then +.
 // Returns false: the bias is never fused into the product here.
 template <class T>
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-               int64_t ldb, const T* bias, T* c, GemmMode mode) {
+               int64_t ldb, const T* bias, const T* residual, T* c, GemmMode mode) {
   broadcast_rows(bias, c, m, n);
   gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
+  if (residual) parallel_for(m * n, [&](int64_t i) { c[i] = residual[i] + c[i]; });
   return false;
 }
 

@@ -245,21 +245,23 @@ bool lt_gemm_bias(const LtKey& key, const void* a, const void* b, const void* bi
 
 template <class In, class Out>
 bool gemm_bias_impl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const In* a, int64_t lda,
-                    const In* b, int64_t ldb, const Out* bias, Out* c, GemmMode mode, cudaDataType type,
-                    cublasComputeType_t compute) {
+                    const In* b, int64_t ldb, const Out* bias, const Out* residual, Out* c, GemmMode mode,
+                    cudaDataType type, cublasComputeType_t compute) {
   if (m == 0 || n == 0) return true;
   // PyTorch keeps products where the weight has a dimension of 1 (n or k here) off cuBLASLt
   // (its heuristic rejects some), and a bias below 16-byte alignment has been reported to fail
   // in the epilogue (Marian NMT); the engine's own parameters are 256-byte aligned anyway.
   if (n > 1 && k > 1 && alignment_of(bias) >= 16) {
+    const uint32_t align_c = residual ? std::min(alignment_of(c), alignment_of(residual)) : alignment_of(c);
     const LtKey key = lt_key(compute, type, std::is_same_v<Out, double> ? CUDA_R_64F : CUDA_R_32F, trans_a, trans_b,
-                             m, n, k, lda, ldb, a, b, alignment_of(c), bias);
-    const Out one = 1, zero = 0;
-    if (lt_gemm_bias(key, a, b, bias, c, c, &one, &zero)) return true;
+                             m, n, k, lda, ldb, a, b, align_c, bias);
+    const Out one = 1, beta = residual ? 1 : 0;
+    if (lt_gemm_bias(key, a, b, bias, residual ? residual : c, c, &one, &beta)) return true;
   }
   broadcast_rows(bias, c, m, n);
   if constexpr (std::is_same_v<In, bf16>) gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 1.0f, c, n, 0, 1);
   else gemm(trans_a, trans_b, m, n, k, Out(1), a, lda, 0, b, ldb, 0, Out(1), c, n, 0, 1, mode);
+  if (residual) accumulate(c, residual, m * n, false);
   return false;
 }
 
@@ -319,19 +321,20 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 }
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode) {
+               const float* b, int64_t ldb, const float* bias, const float* residual, float* c, GemmMode mode) {
   if (mode == GemmMode::bf16 && !empty_product(m, n, k, 1)) {
     const Bf16Operand a16(a, trans_a, m, k, lda, 0, 1), b16(b, trans_b, k, n, ldb, 0, 1);
-    return gemm_bias_impl(trans_a, trans_b, m, n, k, a16.get(), lda, b16.get(), ldb, bias, c, mode, CUDA_R_16BF,
-                          CUBLAS_COMPUTE_32F);
+    return gemm_bias_impl(trans_a, trans_b, m, n, k, a16.get(), lda, b16.get(), ldb, bias, residual, c, mode,
+                          CUDA_R_16BF, CUBLAS_COMPUTE_32F);
   }
-  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_32F,
+  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, residual, c, mode, CUDA_R_32F,
                         mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 }
 
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-               const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode) {
-  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, mode, CUDA_R_64F, CUBLAS_COMPUTE_64F);
+               const double* b, int64_t ldb, const double* bias, const double* residual, double* c, GemmMode mode) {
+  return gemm_bias_impl(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, residual, c, mode, CUDA_R_64F,
+                        CUBLAS_COMPUTE_64F);
 }
 
 void gemm_bf16_pointers(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

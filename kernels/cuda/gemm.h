@@ -46,15 +46,16 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                       bf16* y, GeluForm form);
 
-// One product with a bias: C = op(A)·op(B) + bias, bias[j] added to column j of every row
-// (a linear layer's output features), C contiguous m×n, op(A) m×k, op(B) k×n. cuBLASLt adds
-// the bias in the GEMM's epilogue, so C is written once and never read. Where cuBLASLt is not
-// used (its heuristic offers no algorithm, n or k is 1, or the bias is not 16-byte aligned),
-// the bias is broadcast into C and the product accumulated onto it (gemm above, beta = 1).
-// Returns true when the bias was fused into the GEMM.
+// One product with a bias: C = op(A)·op(B) + bias (+ residual), bias[j] added to column j of
+// every row (a linear layer's output features), C and the residual (or nullptr) contiguous m×n,
+// op(A) m×k, op(B) k×n. cuBLASLt adds the bias, and the residual as its C at beta = 1, in the
+// GEMM's epilogue, so C is written once and never read. Where cuBLASLt is not used (its
+// heuristic offers no algorithm, n or k is 1, or the bias is not 16-byte aligned), the bias is
+// broadcast into C, the product accumulated onto it (gemm above, beta = 1) and the residual
+// added after. Returns true when the bias (and residual) were fused into the GEMM.
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, const float* bias, float* c, GemmMode mode);
+               const float* b, int64_t ldb, const float* bias, const float* residual, float* c, GemmMode mode);
 bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-               const double* b, int64_t ldb, const double* bias, double* c, GemmMode mode);
+               const double* b, int64_t ldb, const double* bias, const double* residual, double* c, GemmMode mode);
 
 }  // namespace mcdl::cuda

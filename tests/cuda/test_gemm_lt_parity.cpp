@@ -23,11 +23,12 @@ struct BiasProduct {
   bool trans_a = false, trans_b = false;
   int64_t offset = 0;       // A and B start this many elements into their buffers (off 256-byte alignment)
   int64_t bias_offset = 0;  // likewise for the bias
+  int64_t residual_offset = -1;  // ≥ 0: a residual C added too, this many elements into its buffer
 };
 
-// C = op(A)·op(B) + bias through cuda::gemm_bias into a NaN-filled C (the fused product never
-// reads it), against OpenBLAS in double on the same values. A and B have leading dimensions
-// wider than the matrix. Returns whether the bias was fused into the GEMM.
+// C = op(A)·op(B) + bias (+ residual) through cuda::gemm_bias into a NaN-filled C (the fused
+// product never reads it), against OpenBLAS in double on the same values. A and B have leading
+// dimensions wider than the matrix. Returns whether the bias was fused into the GEMM.
 template <class T>
 bool check_gemm_bias(const BiasProduct& p, cuda::GemmMode mode, double tolerance) {
   const DType dtype = std::is_same_v<T, float> ? DType::f32 : DType::f64;
@@ -45,11 +46,19 @@ bool check_gemm_bias(const BiasProduct& p, cuda::GemmMode mode, double tolerance
   cpu::broadcast_rows(bias64.data<double>() + p.bias_offset, expected.data<double>(), p.m, p.n);
   cpu::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a64.data<double>() + p.offset, lda,
             b64.data<double>() + p.offset, ldb, 1.0, expected.data<double>(), p.n);
+  const bool with_residual = p.residual_offset >= 0;
+  const Tensor residual = random_tensor({p.m * p.n + std::max<int64_t>(p.residual_offset, 0)}, 4, -1, 1, dtype);
+  if (with_residual) {
+    const Tensor residual64 = residual.to(DType::f64);
+    for (int64_t i = 0; i < p.m * p.n; ++i) expected.data<double>()[i] += residual64.data<double>()[p.residual_offset + i];
+  }
 
   const Tensor a_dev = a.to(Device::cuda()), b_dev = b.to(Device::cuda()), bias_dev = bias.to(Device::cuda());
+  const Tensor residual_dev = residual.to(Device::cuda());
   Tensor got = full({p.m, p.n}, NAN, dtype, Device::cuda());
   const bool fused = cuda::gemm_bias(p.trans_a, p.trans_b, p.m, p.n, p.k, a_dev.ptr<T>() + p.offset, lda,
                                      b_dev.ptr<T>() + p.offset, ldb, bias_dev.ptr<T>() + p.bias_offset,
+                                     with_residual ? residual_dev.ptr<T>() + p.residual_offset : nullptr,
                                      got.ptr<T>(), mode);
   check_close("gemm_bias", expected.to(dtype), got, tolerance, tolerance);
   return fused;
@@ -91,6 +100,22 @@ TEST_CASE("cuda gemm_bias: cuBLASLt's bias epilogue, all transposes, fp32, tf32 
   });
 }
 
+TEST_CASE("cuda gemm_bias: a residual added in the epilogue (C at beta 1), fused and unfused, every mode") {
+  // The values in every case (checked inside); whether cuBLASLt takes a residual C is its
+  // heuristic's answer, so only the engine's own refusals are asserted.
+  for_odd_shapes_and_transposes([](BiasProduct p) {
+    p.residual_offset = 0;
+    (void)check_gemm_bias<float>(p, cuda::GemmMode::fp32, fp32_tolerance);
+    (void)check_gemm_bias<float>(p, cuda::GemmMode::tf32, tf32_tolerance);
+    (void)check_gemm_bias<float>(p, cuda::GemmMode::bf16, fp32_tolerance);
+    (void)check_gemm_bias<double>(p, cuda::GemmMode::fp32, f64_tolerance);
+  });
+  (void)check_gemm_bias<float>({3, 197, 64, false, true, 0, 0, 1}, cuda::GemmMode::fp32, fp32_tolerance);
+  // A bias off 16-byte alignment, and one output feature, take the unfused path: the residual added after.
+  CHECK_FALSE(check_gemm_bias<float>({3, 197, 64, false, true, 0, 1, 0}, cuda::GemmMode::fp32, fp32_tolerance));
+  CHECK_FALSE(check_gemm_bias<float>({197, 1, 64, false, true, 0, 0, 0}, cuda::GemmMode::tf32, tf32_tolerance));
+}
+
 TEST_CASE("cuda gemm_bias: f64 through CUBLAS_COMPUTE_64F") {
   for_odd_shapes_and_transposes(
       [](const BiasProduct& p) { CHECK(check_gemm_bias<double>(p, cuda::GemmMode::fp32, f64_tolerance)); });
@@ -119,7 +144,7 @@ TEST_CASE("cuda gemm_bias: the unfused path gives the same values") {
 TEST_CASE("cuda gemm_bias: sizes beyond cuBLAS's 32-bit range are refused") {
   Tensor c = zeros({1}, DType::f32, Device::cuda());
   CHECK_THROWS_WITH(cuda::gemm_bias(false, true, int64_t(1) << 33, 2, 2, c.ptr<float>(), 2, c.ptr<float>(), 2,
-                                    c.ptr<float>(), c.ptr<float>(), cuda::GemmMode::fp32),
+                                    c.ptr<float>(), nullptr, c.ptr<float>(), cuda::GemmMode::fp32),
                     doctest::Contains("outside cuBLAS's 32-bit range"));
 }
 

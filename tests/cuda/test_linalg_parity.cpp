@@ -82,8 +82,13 @@ TEST_CASE("cuda parity: matmul, linear and the patch convolution") {
                     {leaf({2, 3, 5, 8}, 29), leaf({2, 3, 7, 8}, 30)});
   check_cuda_parity("matmul_transposed shared b", [](auto& x) { return matmul_transposed(x[0], x[1]); },
                     {leaf({3, 5, 8}, 31), leaf({6, 8}, 32)});
+  check_cuda_parity("matmul_transposed scaled (the alpha of every product)",
+                    [](auto& x) { return matmul_transposed(x[0], x[1], 0.3); }, {leaf({2, 3, 5, 8}, 33), leaf({2, 3, 7, 8}, 34)});
   check_cuda_parity("linear", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({197, 64}, 12), leaf({3, 64}, 13), leaf({3}, 14)}, 1e-5, 1e-4);
+  check_cuda_parity("linear with a residual (cuBLASLt's C at beta 1)",
+                    [](auto& x) { return linear(x[0], x[1], x[2], x[3]); },
+                    {leaf({197, 64}, 35), leaf({24, 64}, 36), leaf({24}, 37), leaf({197, 24}, 38)}, 1e-5, 1e-4);
   check_cuda_parity("linear wide bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
                     {leaf({3, 8}, 15), leaf({768, 8}, 16), leaf({768}, 17)});
   check_cuda_parity("linear, bias gradient over several row chunks",

@@ -38,7 +38,7 @@ void use_every_kind_of_object() {
   Tensor c = full({8, 12}, 0.0, DType::f32, gpu);
   cuda::gemm(false, false, 8, 12, 16, 1.0f, a.ptr<float>(), 16, 0, b.ptr<float>(), 12, 0, 0.0f, c.ptr<float>(), 12, 0,
              1, cuda::GemmMode::fp32);
-  REQUIRE(cuda::gemm_bias(false, false, 8, 12, 16, a.ptr<float>(), 16, b.ptr<float>(), 12, bias.ptr<float>(),
+  REQUIRE(cuda::gemm_bias(false, false, 8, 12, 16, a.ptr<float>(), 16, b.ptr<float>(), 12, bias.ptr<float>(), nullptr,
                           c.ptr<float>(), cuda::GemmMode::fp32));  // fused: cuBLASLt ran
   CHECK(c.to(Device::cpu()).to_vector<float>()[0] == doctest::Approx(3.0));  // 16 · 0.5 · 0.25 + 1
   cuda::time_on_device_ms([](void*) {}, nullptr, 2);

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/ops/elementwise.h"
 #include "engine/ops/linalg.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
@@ -202,4 +203,14 @@ TEST_CASE("cpu bf16 gemm: a processor without oneDNN's bf16 kernels gets a messa
   std::vector<float> c(4);
   CHECK_THROWS_WITH(cpu::gemm_bf16(false, false, 2, 2, 2, 1.0f, a.data(), 2, 0, b.data(), 2, 0, 0.0f, c.data(), 2, 0, 1),
                     doctest::Contains("no AVX-512, which oneDNN's bf16 products need; compute in fp32 (--precision fp32)"));
+}
+
+TEST_CASE("cpu bf16 products: attention's scale in the product's alpha gives the bits of a multiplication after it") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  const ScopedEngineSettings bf16_products(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
+  const int64_t before = cpu::bf16_reference_products();
+  const std::vector<float> a = bf16_valued(2 * 12 * 197 * 64, 20), b = bf16_valued(2 * 12 * 197 * 64, 21);
+  const Tensor qa = from_vector<float>(a, {2, 12, 197, 64}), kb = from_vector<float>(b, {2, 12, 197, 64});
+  CHECK(matmul_transposed(qa, kb, 0.125).to_vector<float>() == (matmul_transposed(qa, kb) * 0.125).to_vector<float>());
+  if (cpu::bf16_products_native()) CHECK(cpu::bf16_reference_products() == before);
 }

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/ops/linalg.h"
+#include "engine/ops.h"
 #include "engine/ops/shape.h"
 #include "tests/gradcheck.h"
 
@@ -41,11 +41,58 @@ TEST_CASE("matmul_transposed: a·bᵀ without the transpose, gradients in every 
                     doctest::Contains("matmul: inner dimensions differ: f64[2, 3] cpu · f64[3, 2] cpu (transposed)"));
 }
 
+TEST_CASE("matmul_transposed with a scale: in the product's alpha, forward and backward") {
+  check_op("matmul_transposed scaled", [](auto& x) { return matmul_transposed(x[0], x[1], 0.3); },
+           {leaf({2, 3, 4}, 40), leaf({2, 5, 4}, 41)});
+  check_op("matmul_transposed scaled, shared b", [](auto& x) { return matmul_transposed(x[0], x[1], -1.7); },
+           {leaf({3, 2, 4}, 42), leaf({5, 4}, 43)});
+  // Attention's 1/√d for heads of 64 and 16 is a power of two: the bits of the product followed
+  // by a multiplication (what Attention computed before the scale moved into the product), in the
+  // values and in both gradients, in f32.
+  for (const double scale : {0.125, 0.25}) {
+    const Tensor a0 = random_tensor({2, 3, 7, 16}, 44).to(DType::f32), b0 = random_tensor({2, 3, 9, 16}, 45).to(DType::f32);
+    const Tensor g = random_tensor({2, 3, 7, 9}, 46).to(DType::f32);
+    Tensor a1 = a0.clone().set_requires_grad(true), b1 = b0.clone().set_requires_grad(true);
+    Tensor a2 = a0.clone().set_requires_grad(true), b2 = b0.clone().set_requires_grad(true);
+    const Tensor folded = matmul_transposed(a1, b1, scale), separate = matmul_transposed(a2, b2) * scale;
+    CHECK(folded.to_vector<float>() == separate.to_vector<float>());
+    sum(folded * g).backward();
+    sum(separate * g).backward();
+    CHECK(a1.grad().to_vector<float>() == a2.grad().to_vector<float>());
+    CHECK(b1.grad().to_vector<float>() == b2.grad().to_vector<float>());
+  }
+}
+
 TEST_CASE("linear: gradients with and without bias") {
   check_op("linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, {leaf({2, 3, 5}, 8), leaf({4, 5}, 9), leaf({4}, 10)});
   check_op("linear no bias", [](auto& x) { return linear(x[0], x[1]); }, {leaf({6, 5}, 11), leaf({3, 5}, 12)});
   check_op("linear frozen weight", [](auto& x) { return linear(x[0], x[1], x[2]); },
            {leaf({6, 5}, 13), random_tensor({3, 5}, 14), random_tensor({3}, 15)});
+}
+
+TEST_CASE("linear with a residual: gradients, and on the CPU the bits of linear then +") {
+  check_op("linear residual", [](auto& x) { return linear(x[0], x[1], x[2], x[3]); },
+           {leaf({2, 3, 5}, 50), leaf({4, 5}, 51), leaf({4}, 52), leaf({2, 3, 4}, 53)});
+  check_op("linear residual, no bias", [](auto& x) { return linear(x[0], x[1], Tensor(), x[2]); },
+           {leaf({6, 5}, 54), leaf({3, 5}, 55), leaf({6, 3}, 56)});
+  // The residual is also the input, as a block's skip connection reads x twice (through norm1 too).
+  check_op("linear residual is the input", [](auto& x) { return linear(x[0], x[1], x[2], x[0]); },
+           {leaf({3, 4}, 57), leaf({4, 4}, 58), leaf({4}, 59)});
+  // f32, a transformer's widths: forward and every gradient equal the separate addition's bits.
+  const Tensor x0 = random_tensor({2, 17, 64}, 60).to(DType::f32), w0 = random_tensor({64, 64}, 61).to(DType::f32);
+  const Tensor b0 = random_tensor({64}, 62).to(DType::f32), g = random_tensor({2, 17, 64}, 63).to(DType::f32);
+  Tensor x1 = x0.clone().set_requires_grad(true), w1 = w0.clone().set_requires_grad(true);
+  Tensor x2 = x0.clone().set_requires_grad(true), w2 = w0.clone().set_requires_grad(true);
+  Tensor b1 = b0.clone().set_requires_grad(true), b2 = b0.clone().set_requires_grad(true);
+  const Tensor fused = linear(x1, w1, b1, x1), separate = x2 + linear(x2, w2, b2);
+  CHECK(fused.to_vector<float>() == separate.to_vector<float>());
+  sum(fused * g).backward();
+  sum(separate * g).backward();
+  CHECK(x1.grad().to_vector<float>() == x2.grad().to_vector<float>());
+  CHECK(w1.grad().to_vector<float>() == w2.grad().to_vector<float>());
+  CHECK(b1.grad().to_vector<float>() == b2.grad().to_vector<float>());
+  CHECK_THROWS_WITH(linear(x0, w0, b0, zeros({2, 17, 63}, DType::f32)),
+                    doctest::Contains("linear: residual f32[2, 17, 63] cpu does not match the output [2, 17, 64]"));
 }
 
 TEST_CASE("matmul and linear: shape, dtype and device errors name the op and shapes") {
