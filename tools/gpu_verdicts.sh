@@ -156,16 +156,19 @@ fi
 # ---- the performance issue's targets, as measured in this call (defaults as they were) ----------
 echo "== targets"
 target() {  # NAME VALUE OP BOUND
-  if [ -z "$2" ]; then echo "$1: not measured"; return; fi
+  if [ -z "$2" ] || [ -z "$4" ]; then echo "$1: not measured"; return; fi
   if awk -v v="$2" -v b="$4" -v op="$3" 'BEGIN { exit !(op == ">=" ? v >= b : v <= b) }'; then
     echo "$1: $2 (target $3 $4: met)"
   else
     echo "$1: $2 (target $3 $4: not met)"
   fi
 }
-# bench_torch_step.py's table: workload precision engine PyTorch ratio compiled ratio.
+# bench_torch_step.py's table: workload precision engine PyTorch ratio compiled ratio; $4 the
+# stage (default step).
 step_ratio() {
-  have step && awk -v w="$1" -v p="$2" -v c="$3" '$1 == w && $2 == p && $c != "-" { print $c; exit }' "$(log step)"
+  local stage=${4:-step}
+  have "$stage" && awk -v w="$1" -v p="$2" -v c="$3" '$1 == w && $2 == p && $c != "-" { print $c; exit }' \
+    "$(log "$stage")"
 }
 target "bf16 SimGCD step / PyTorch eager" "$(step_ratio simgcd bf16 5)" ">=" 1.8
 target "bf16 SimGCD step / torch.compile" "$(step_ratio simgcd bf16 7)" ">=" 1.5
@@ -173,6 +176,9 @@ target "bf16 SimGCD + MCDL step / PyTorch eager" "$(step_ratio mcdl bf16 5)" ">=
 target "bf16 ViT-B/16 forward / PyTorch" "$(step_ratio forward bf16 5)" ">=" 1.6
 target "fp32 ViT-B/16 forward / PyTorch" "$(step_ratio forward fp32 5)" ">=" 1.0
 target "tf32 ViT-B/16 forward / PyTorch" "$(step_ratio forward tf32 5)" ">=" 1.0
+# Issue 26: DINOv2's ViT-B/14 bf16 step at least as far ahead of PyTorch as ViT-B/16's.
+target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio)" \
+  "$(step_ratio simgcd bf16 5 step-dinov2)" ">=" "$(step_ratio simgcd bf16 5)"
 if have bench; then
   tflops=$(awk '/^attention \[(fused|flash|cudnn)\]/ && !/unavailable/ {
       for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s" && $i > m) m = $i } END { if (m) print m }' "$(log bench)")

@@ -65,6 +65,9 @@ std::map<std::string, std::string> favourable_logs() {
       "workload   precision  engine img/s  PyTorch img/s  ratio  compiled img/s  ratio\n"
       "forward    fp32             1195.0         1210.0   0.99               -      -\n"
       "simgcd     bf16             5600.0         3038.0   1.84          3326.0   1.68\n";
+  logs["step-dinov2"] =
+      "workload   precision  engine img/s  PyTorch img/s  ratio  compiled img/s  ratio\n"
+      "simgcd     bf16             3000.0         1700.0   1.76               -      -\n";
   return logs;
 }
 
@@ -104,6 +107,8 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
   CHECK(v.out.find("bf16 SimGCD step / torch.compile: 1.68 (target >= 1.5: met)") != std::string::npos);
   CHECK(v.out.find("fp32 ViT-B/16 forward / PyTorch: 0.99 (target >= 1.0: not met)") != std::string::npos);
   CHECK(v.out.find("bf16 SimGCD + MCDL step / PyTorch eager: not measured") != std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio): 1.76 (target >= "
+                   "1.84: not met)") != std::string::npos);
   CHECK(v.out.find("(best algorithm): 219.0 (target >= 200: met)") != std::string::npos);
   CHECK(v.out.find("epoch-bf16: last epoch's eval seconds: 1.650 (target <= 0.5: not met)") != std::string::npos);
   CHECK(v.out.find("epoch-bf16-graphs: last epoch's train + eval seconds: 2.80 (target <= 2.5: not met)") !=
@@ -198,6 +203,8 @@ TEST_CASE("gpu verdicts: no logs at all leave every rule undecided; no folder is
   CHECK(v.out.find("verdict bf16 GELU: undecided") != std::string::npos);
   CHECK(v.out.find("verdict demo jobs on a GPU: undecided (no demo-jobs stage)") != std::string::npos);
   CHECK(v.out.find("bf16 SimGCD step / PyTorch eager: not measured") != std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio): not measured") !=
+        std::string::npos);
 
   const fs::path err = fs::temp_directory_path() / ("mcdl_gpu_verdicts_err_" + std::to_string(::getpid()));
   const std::string script = (repo_root() / "tools" / "gpu_verdicts.sh").string();
