@@ -23,7 +23,7 @@ bench_ms() {
   awk -v name="$2" 'index($0, name " ") == 1 && $0 !~ /unavailable/ {
       for (i = 1; i < NF; i++) if ($(i + 1) == "ms") { print $i; exit } }' "$1"
 }
-# The last "min X" of the fidelity line for precision $1 ("bf16: CLS cosine ... min 0.999912, ...").
+# The "min X" of the fidelity line for precision $1 ("bf16: CLS cosine ... min 0.999912, ...").
 fidelity_min() {
   awk -v p="$1:" '$1 == p { for (i = 1; i < NF; i++) if ($i == "min") { v = $(i + 1); sub(/,$/, "", v); print v } }' \
     "$(log fidelity)"
