@@ -20,26 +20,27 @@ Attention::Attention(int64_t dim, int64_t num_heads, bool qkv_bias)
       head_dim_(checked_head_dim(dim, num_heads)),
       scale_(1.0 / std::sqrt(static_cast<double>(head_dim_))) {}
 
-Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& residual) const {
+Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& residual,
+                         const Tensor& gain) const {
   const int64_t b = q.size(0), tq = q.size(2);
   // PyTorch: attn = (q @ k.transpose(-2, -1)) * scale, softmax over keys, then attn @ v. The scale
   // rides in the product (1/√64 and 1/√16 are powers of two: the same bits as a multiplication).
   Tensor weights = softmax(matmul_transposed(q, k, scale_));
   Tensor context = permute(matmul(weights, v), {0, 2, 1, 3});  // [B, Tq, H, hd]
-  return proj.forward(reshape(context, {b, tq, dim_}), residual);
+  return proj.forward(reshape(context, {b, tq, dim_}), residual, gain);
 }
 
-Tensor Attention::forward(const Tensor& x, const Tensor& residual) const {
+Tensor Attention::forward(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
   check(x.dim() == 3 && x.size(2) == dim_, "Attention: expected x [B, T, ", dim_, "], got ", x.str());
   const int64_t b = x.size(0), t = x.size(1);
   // [B, T, 3, H, hd] → [3, B, H, T, hd]; slices along axis 0 are views.
   Tensor qkv_heads = permute(reshape(qkv.forward(x), {b, t, 3, num_heads_, head_dim_}), {2, 0, 3, 1, 4});
   const Shape per_head{b, num_heads_, t, head_dim_};
   return attend(reshape(slice(qkv_heads, 0, 0, 1), per_head), reshape(slice(qkv_heads, 0, 1, 2), per_head),
-                reshape(slice(qkv_heads, 0, 2, 3), per_head), residual);
+                reshape(slice(qkv_heads, 0, 2, 3), per_head), residual, gain);
 }
 
-Tensor Attention::forward_first_token(const Tensor& x) const {
+Tensor Attention::forward_first_token(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
   check(x.dim() == 3 && x.size(2) == dim_, "Attention: expected x [B, T, ", dim_, "], got ", x.str());
   const int64_t b = x.size(0), t = x.size(1);
   // Row blocks of the fused weight (views along axis 0): Q = rows [0, D), K and V = [D, 3D).
@@ -50,7 +51,8 @@ Tensor Attention::forward_first_token(const Tensor& x) const {
   Tensor q = linear(slice(x, 1, 0, 1), slice(qkv.weight, 0, 0, dim_), q_bias);  // [B, 1, D]
   Tensor q_heads = permute(reshape(q, {b, 1, num_heads_, head_dim_}), {0, 2, 1, 3});
   const Shape per_head{b, num_heads_, t, head_dim_};
-  return attend(q_heads, reshape(slice(kv_heads, 0, 0, 1), per_head), reshape(slice(kv_heads, 0, 1, 2), per_head));
+  return attend(q_heads, reshape(slice(kv_heads, 0, 0, 1), per_head), reshape(slice(kv_heads, 0, 1, 2), per_head),
+                residual, gain);
 }
 
 Tensor Attention::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {

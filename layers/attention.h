@@ -11,11 +11,13 @@ class Attention : public Module {
  public:
   Attention(int64_t dim, int64_t num_heads, bool qkv_bias);
 
-  // x [B, T, D] → [B, T, D], plus `residual` [B, T, D] when defined (added in proj's product).
-  Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // x [B, T, D] → [B, T, D]; residual + forward(x) when `residual` is defined (added in proj's
+  // product), residual + gain ⊙ forward(x) with `gain` (LayerScale; Linear::forward).
+  Tensor forward(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // The output for token 0 alone, [B, 1, D]: keys and values for all T tokens, the query of
-  // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query).
-  Tensor forward_first_token(const Tensor& x) const;
+  // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query);
+  // `residual` [B, 1, D] and `gain` as forward's.
+  Tensor forward_first_token(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // residual + forward(x) on bf16 activations, no graph (the residual added in proj's product); with
   // `gain` (LayerScale), residual + gain ⊙ forward(x), the gain folded into proj's bf16 weights.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain = Tensor()) const;
@@ -26,8 +28,8 @@ class Attention : public Module {
 
  private:
   // softmax(q·kᵀ·scale)·v for q [B, H, Tq, hd], k and v [B, H, T, hd], then heads merged
-  // back into [B, Tq, D] and projected (plus `residual` when defined).
-  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& residual = Tensor()) const;
+  // back into [B, Tq, D] and projected (proj.forward with `residual` and `gain`).
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& residual, const Tensor& gain) const;
 
   int64_t dim_, num_heads_, head_dim_;
   double scale_;

@@ -9,7 +9,11 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, ParamI
   if (with_bias) bias = new_parameter({out_features});
 }
 
-Tensor Linear::forward(const Tensor& x, const Tensor& residual) const { return linear(x, weight, bias, residual); }
+Tensor Linear::forward(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
+  if (!gain.defined()) return linear(x, weight, bias, residual);
+  const Tensor scaled = linear(x, weight, bias) * gain;
+  return residual.defined() ? residual + scaled : scaled;
+}
 
 Tensor Linear::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
   return bf16_linear(x, weight_bf16_.of(weight, gain), bias.defined() ? bias_bf16_.of(bias, gain) : Tensor(),

@@ -11,8 +11,10 @@ class Linear : public Module {
   // uniform(1/√in)). The bias, when present, starts at 0 (DINO's _init_weights).
   Linear(int64_t in_features, int64_t out_features, bool bias, ParamInit weight_init);
 
-  // [..., in] → [..., out], plus `residual` [..., out] when defined (in the product's epilogue on a GPU).
-  Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // [..., in] → [..., out]; plus `residual` [..., out] when defined (in the product's epilogue on a
+  // GPU). With `gain` (f32 [out], DINOv2's LayerScale) residual + gain ⊙ forward(x), the gain a
+  // multiplication of its own and the residual added after it.
+  Tensor forward(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // forward() on bf16 activations, no graph, plus `residual` when defined (added in the product);
   // the weight and bias rounded to bf16 once and kept until they change. With `gain` (f32 [out],
   // DINOv2's LayerScale) residual + gain ⊙ forward(x): the gain folded into the kept bf16 weight

@@ -8,8 +8,8 @@ Mlp::Mlp(int64_t dim, int64_t hidden_dim)
     : fc1(dim, hidden_dim, true, ParamInit::trunc_normal(0.02)),
       fc2(hidden_dim, dim, true, ParamInit::trunc_normal(0.02)) {}
 
-Tensor Mlp::forward(const Tensor& x, const Tensor& residual) const {
-  return fc2.forward(gelu(fc1.forward(x)), residual);
+Tensor Mlp::forward(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
+  return fc2.forward(gelu(fc1.forward(x)), residual, gain);
 }
 
 Tensor Mlp::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {

@@ -8,8 +8,9 @@ class Mlp : public Module {
  public:
   Mlp(int64_t dim, int64_t hidden_dim);
 
-  // [..., dim] → [..., dim], plus `residual` when defined (added in fc2's product).
-  Tensor forward(const Tensor& x, const Tensor& residual = Tensor()) const;
+  // [..., dim] → [..., dim]; residual + forward(x) when `residual` is defined (added in fc2's
+  // product), residual + gain ⊙ forward(x) with `gain` (LayerScale; Linear::forward).
+  Tensor forward(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // residual + forward(x) on bf16 activations, no graph (the residual added in fc2's product); with
   // `gain` (LayerScale), residual + gain ⊙ forward(x), the gain folded into fc2's bf16 weights.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain = Tensor()) const;
