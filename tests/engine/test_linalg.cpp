@@ -9,6 +9,25 @@ using namespace mcdl::testing;
 
 namespace {
 Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, seed).set_requires_grad(true); }
+
+// `folded` and `separate` (functions of a vector of tensors) on fresh f32 leaves copied from
+// `inputs`: the same output bits, and the same gradient bits for every input under `upstream`.
+template <class Folded, class Separate>
+void check_same_bits(const std::vector<Tensor>& inputs, const Tensor& upstream, Folded folded, Separate separate) {
+  std::vector<Tensor> a, b;
+  for (const Tensor& t : inputs) {
+    a.push_back(t.to(DType::f32).clone().set_requires_grad(true));
+    b.push_back(t.to(DType::f32).clone().set_requires_grad(true));
+  }
+  const Tensor out_a = folded(a), out_b = separate(b), g = upstream.to(DType::f32);
+  CHECK(out_a.to_vector<float>() == out_b.to_vector<float>());
+  sum(out_a * g).backward();
+  sum(out_b * g).backward();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i].grad().to_vector<float>() == b[i].grad().to_vector<float>());
+  }
+}
 }  // namespace
 
 TEST_CASE("matmul: values of a small product") {
@@ -50,16 +69,10 @@ TEST_CASE("matmul_transposed with a scale: in the product's alpha, forward and b
   // by a multiplication (what Attention computed before the scale moved into the product), in the
   // values and in both gradients, in f32.
   for (const double scale : {0.125, 0.25}) {
-    const Tensor a0 = random_tensor({2, 3, 7, 16}, 44).to(DType::f32), b0 = random_tensor({2, 3, 9, 16}, 45).to(DType::f32);
-    const Tensor g = random_tensor({2, 3, 7, 9}, 46).to(DType::f32);
-    Tensor a1 = a0.clone().set_requires_grad(true), b1 = b0.clone().set_requires_grad(true);
-    Tensor a2 = a0.clone().set_requires_grad(true), b2 = b0.clone().set_requires_grad(true);
-    const Tensor folded = matmul_transposed(a1, b1, scale), separate = matmul_transposed(a2, b2) * scale;
-    CHECK(folded.to_vector<float>() == separate.to_vector<float>());
-    sum(folded * g).backward();
-    sum(separate * g).backward();
-    CHECK(a1.grad().to_vector<float>() == a2.grad().to_vector<float>());
-    CHECK(b1.grad().to_vector<float>() == b2.grad().to_vector<float>());
+    CAPTURE(scale);
+    check_same_bits({random_tensor({2, 3, 7, 16}, 44), random_tensor({2, 3, 9, 16}, 45)},
+                    random_tensor({2, 3, 7, 9}, 46), [&](auto& x) { return matmul_transposed(x[0], x[1], scale); },
+                    [&](auto& x) { return matmul_transposed(x[0], x[1]) * scale; });
   }
 }
 
@@ -78,19 +91,12 @@ TEST_CASE("linear with a residual: gradients, and on the CPU the bits of linear 
   // The residual is also the input, as a block's skip connection reads x twice (through norm1 too).
   check_op("linear residual is the input", [](auto& x) { return linear(x[0], x[1], x[2], x[0]); },
            {leaf({3, 4}, 57), leaf({4, 4}, 58), leaf({4}, 59)});
-  // f32, a transformer's widths: forward and every gradient equal the separate addition's bits.
-  const Tensor x0 = random_tensor({2, 17, 64}, 60).to(DType::f32), w0 = random_tensor({64, 64}, 61).to(DType::f32);
-  const Tensor b0 = random_tensor({64}, 62).to(DType::f32), g = random_tensor({2, 17, 64}, 63).to(DType::f32);
-  Tensor x1 = x0.clone().set_requires_grad(true), w1 = w0.clone().set_requires_grad(true);
-  Tensor x2 = x0.clone().set_requires_grad(true), w2 = w0.clone().set_requires_grad(true);
-  Tensor b1 = b0.clone().set_requires_grad(true), b2 = b0.clone().set_requires_grad(true);
-  const Tensor fused = linear(x1, w1, b1, x1), separate = x2 + linear(x2, w2, b2);
-  CHECK(fused.to_vector<float>() == separate.to_vector<float>());
-  sum(fused * g).backward();
-  sum(separate * g).backward();
-  CHECK(x1.grad().to_vector<float>() == x2.grad().to_vector<float>());
-  CHECK(w1.grad().to_vector<float>() == w2.grad().to_vector<float>());
-  CHECK(b1.grad().to_vector<float>() == b2.grad().to_vector<float>());
+  // f32, a transformer's widths, the residual also the input (a block's skip connection): forward
+  // and every gradient equal the separate addition's bits.
+  check_same_bits({random_tensor({2, 17, 64}, 60), random_tensor({64, 64}, 61), random_tensor({64}, 62)},
+                  random_tensor({2, 17, 64}, 63), [](auto& x) { return linear(x[0], x[1], x[2], x[0]); },
+                  [](auto& x) { return x[0] + linear(x[0], x[1], x[2]); });
+  const Tensor x0 = zeros({2, 17, 64}, DType::f32), w0 = zeros({64, 64}, DType::f32), b0 = zeros({64}, DType::f32);
   CHECK_THROWS_WITH(linear(x0, w0, b0, zeros({2, 17, 63}, DType::f32)),
                     doctest::Contains("linear: residual f32[2, 17, 63] cpu does not match the output [2, 17, 64]"));
 }

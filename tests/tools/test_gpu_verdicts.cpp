@@ -77,7 +77,7 @@ struct Verdicts {
 };
 
 Verdicts run_verdicts(const std::map<std::string, std::string>& logs, const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("mcdl_gpu_verdicts_" + std::to_string(::getpid())) / name;
+  const fs::path dir = fs::temp_directory_path() / ("mcdl_gpu_verdicts_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& [stage, text] : logs) std::ofstream(dir / (stage + ".log")) << text;
