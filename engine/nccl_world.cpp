@@ -50,11 +50,7 @@ class NcclWorld final : public Collective {
     set_device_transport(nccl_transport_over(communicator_, name));
     // NCCL's collectives queue kernels on the training's stream, so a checkpoint's rows cannot
     // stream to rank 0 on this world from a thread: they go over TCP beside it.
-    std::string why_not;
-    side_ = socket_side_channel(*this, host_of_comm_id(address), &why_not);
-    if (!side_ && rank_ == 0)
-      std::fprintf(stderr, "note: no side channel for checkpoints (%s): each checkpoint gathers the memory banks whole "
-                   "on rank 0\n", why_not.c_str());
+    side_ = socket_side_channel_or_note(*this, host_of_comm_id(address));
   }
 
   int rank() const override { return rank_; }

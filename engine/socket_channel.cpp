@@ -434,4 +434,13 @@ std::unique_ptr<Collective> socket_side_channel(Collective& world, const std::st
   return std::make_unique<SocketChannel>(rank, size, std::move(peers));
 }
 
+std::unique_ptr<Collective> socket_side_channel_or_note(Collective& world, const std::string& host) {
+  std::string why_not;
+  std::unique_ptr<Collective> channel = socket_side_channel(world, host, &why_not);
+  if (!channel && world.rank() == 0)
+    std::fprintf(stderr, "note: no side channel for checkpoints (%s): each checkpoint gathers the memory banks whole "
+                 "on rank 0\n", why_not.c_str());
+  return channel;
+}
+
 }  // namespace mcdl

@@ -1,6 +1,6 @@
 // A side channel (Collective::side_channel, engine/collective.h) over TCP, for a world whose own
 // transport has none: the NCCL world, whose collectives are kernels queued on the training's
-// stream. Rank 0 listens; each other rank connects to it once, when the world starts. Gathers,
+// stream, and an MPI without full thread support. Rank 0 listens; each other rank connects to it once, when the world starts. Gathers,
 // broadcasts and barriers go through rank 0 (a star) in host memory only, so a checkpoint's rows
 // can stream to rank 0 from a thread while training's collectives go on in the world.
 //
@@ -27,6 +27,10 @@ namespace mcdl {
 // channel that needs no socket.
 std::unique_ptr<Collective> socket_side_channel(Collective& world, const std::string& host,
                                                 std::string* why_not = nullptr);
+
+// socket_side_channel, or null after rank 0 printed why, saying that each checkpoint then gathers
+// the memory banks whole on rank 0.
+std::unique_ptr<Collective> socket_side_channel_or_note(Collective& world, const std::string& host);
 
 // The hello a rank sends first, and rank 0's check of one (exposed for the tests and the fuzzer).
 using SideChannelToken = std::array<uint8_t, 16>;
