@@ -8,13 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <string>
 #include <utility>
 
 #include "engine/error.h"
 #include "engine/mpi_plugin_api.h"
 #include "engine/nccl_world.h"
-#include "engine/socket_channel.h"
 
 namespace mcdl {
 namespace {
@@ -125,10 +123,7 @@ class MpiWorld final : public MpiCommunicator {
     int side_channel = 0;
     check(api_->init(&rank_, &size_, &side_channel, error, sizeof error) == 0, "MPI could not start: ", error);
     check(size_ == launched, "the launcher's environment says ", launched, " processes but MPI's world has ", size_);
-    if (side_channel && !tcp_side_channel_asked())
-      side_ = std::make_unique<Side>(*this);
-    else
-      side_ = socket_side_channel_or_note(*this, rank_zero_host());
+    if (side_channel) side_ = std::make_unique<Side>(*this);
   }
   ~MpiWorld() override {
     side_.reset();
@@ -143,27 +138,7 @@ class MpiWorld final : public MpiCommunicator {
       size_ = world.size_;
     }
   };
-  // MCDL_MPI_SIDE_CHANNEL=tcp: the TCP side channel even where MPI could give a second
-  // communicator (an MPI whose full thread support is slow; the tests of that channel).
-  static bool tcp_side_channel_asked() {
-    const char* value = std::getenv("MCDL_MPI_SIDE_CHANNEL");
-    if (!value || !*value) return false;
-    const std::string choice = value;
-    check(choice == "mpi" || choice == "tcp", "MCDL_MPI_SIDE_CHANNEL is '", choice,
-          "'; expected mpi (a second MPI communicator where MPI has full thread support, the default) or tcp");
-    return choice == "tcp";
-  }
-
-  // Rank 0's host name, as every rank receives it through MPI: where the TCP side channel listens.
-  std::string rank_zero_host() {
-    char host[256] = {};
-    if (rank_ == 0 && ::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
-    broadcast(host, sizeof host, 0);
-    host[sizeof host - 1] = '\0';
-    return host;
-  }
-
-  std::unique_ptr<Collective> side_;  // MPI's second communicator, else TCP (null where neither could be had)
+  std::unique_ptr<Side> side_;
 };
 
 }  // namespace

@@ -41,9 +41,7 @@ class Collective {
   [[noreturn]] virtual void abort(int code) = 0;
   // A second world of the same ranks, whose calls may run on another thread while this one's run
   // (a checkpoint's rows sent to rank 0 in the background while the next epoch trains), or null
-  // where there is none (one process; a world whose TCP channel could not be set up). MPI's is a
-  // second communicator where MPI has full thread support; the NCCL world's, and MPI's otherwise,
-  // is TCP to rank 0 (engine/socket_channel.h).
+  // where the transport has none (one process, NCCL, an MPI without full thread support).
   virtual Collective* side_channel() { return nullptr; }
 
   // The device transport between these ranks, or null (device data then travels through host

@@ -3,11 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
-#include <string>
 
 #include "engine/error.h"
 #include "engine/nccl_transport.h"
-#include "engine/socket_channel.h"
 #include "kernels/cuda/nccl.h"
 #include "kernels/cuda/runtime.h"
 
@@ -27,13 +25,6 @@ class DeviceBytes {
   void* data_;
 };
 
-// The host in NCCL_COMM_ID ("host:port" or "[IPv6 address]:port"): where rank 0 runs.
-std::string host_of_comm_id(const std::string& id) {
-  const size_t close = id.find(']');
-  if (!id.empty() && id.front() == '[' && close != std::string::npos) return id.substr(1, close - 1);
-  return id.substr(0, id.rfind(':'));
-}
-
 size_t total_of(const std::vector<size_t>& counts) { return std::accumulate(counts.begin(), counts.end(), size_t{0}); }
 
 class NcclWorld final : public Collective {
@@ -48,15 +39,11 @@ class NcclWorld final : public Collective {
     const std::string name = cuda::nccl_description();
     communicator_ = std::make_shared<cuda::NcclCommunicator>(cuda::nccl_unique_id(), rank, size);
     set_device_transport(nccl_transport_over(communicator_, name));
-    // NCCL's collectives queue kernels on the training's stream, so a checkpoint's rows cannot
-    // stream to rank 0 on this world from a thread: they go over TCP beside it.
-    side_ = socket_side_channel_or_note(*this, host_of_comm_id(address));
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string transport() const override { return "NCCL"; }
-  Collective* side_channel() override { return side_.get(); }
 
   void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) override {
     const DeviceBytes out(total_of(counts));
@@ -97,7 +84,6 @@ class NcclWorld final : public Collective {
 
   int rank_, size_;
   std::shared_ptr<cuda::NcclCommunicator> communicator_;
-  std::unique_ptr<Collective> side_;  // over TCP; null when it could not be set up
 };
 
 }  // namespace

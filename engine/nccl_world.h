@@ -1,8 +1,7 @@
 // The processes of a run started without MPI, by a launcher that only sets RANK and WORLD_SIZE
 // (torchrun --no-python, or a job script): every collective goes through NCCL, host data staged
 // through the GPU. NCCL bootstraps from NCCL_COMM_ID (host:port of rank 0's machine, the same on
-// every process), as NCCL documents, so no rank has to send the others an id first. Its side
-// channel, for checkpoints streamed to rank 0, is TCP to that host (engine/socket_channel.h).
+// every process), as NCCL documents, so no rank has to send the others an id first.
 #pragma once
 #include <memory>
 

@@ -35,7 +35,6 @@ const std::pair<const char*, Target> kTargets[] = {
     {"npy", mcdl::fuzz::npy},
     {"pickle", mcdl::fuzz::pickle},
     {"safetensors", mcdl::fuzz::safetensors},
-    {"side_channel_hello", mcdl::fuzz::side_channel_hello},
     {"torch_checkpoint", mcdl::fuzz::torch_checkpoint},
     {"zip", mcdl::fuzz::zip},
 };

@@ -184,12 +184,3 @@ if os.path.exists(jpeg):
         data = f.read()
     put("decode", "python.jpg", b"\x00" + data)
     put("decode", "python_truncated.jpg", b"\x00" + data[: len(data) // 2])
-
-# ---- side_channel_hello: token (16 bytes), world size - 2 (1 byte), then the hello ----
-token = bytes(range(1, 33, 2))
-for rank in (1, 3):
-    put("side_channel_hello", f"rank{rank}.bin", token + b"\x02" + b"mcdlside" + token + struct.pack("<II", rank, 4))
-put("side_channel_hello", "wrong_token.bin", token + b"\x02" + b"mcdlside" + bytes(16) + struct.pack("<II", 1, 4))
-for name, data in zip(("truncated.bin", "flipped.bin"),
-                      broken(token + b"\x02" + b"mcdlside" + token + struct.pack("<II", 2, 4))):
-    put("side_channel_hello", name, data)

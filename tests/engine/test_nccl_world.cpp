@@ -1,6 +1,5 @@
 // The world of processes started without MPI (RANK and WORLD_SIZE only): every collective
-// through NCCL, bootstrapped from NCCL_COMM_ID, with a side channel over TCP to NCCL_COMM_ID's
-// host; here through the emulated NCCL, ranks as threads.
+// through NCCL, bootstrapped from NCCL_COMM_ID; here through the emulated NCCL, ranks as threads.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -18,7 +17,7 @@ TEST_CASE("nccl world: host collectives through NCCL give every rank the same by
     CAPTURE(size);
     std::mutex mutex;
     std::vector<std::string> gathered(static_cast<size_t>(size)), broadcast(static_cast<size_t>(size));
-    std::string at_root, side_at_root;
+    std::string at_root;
     std::vector<std::thread> threads;
     for (int r = 0; r < size; ++r)
       threads.emplace_back([&, r] {
@@ -34,14 +33,7 @@ TEST_CASE("nccl world: host collectives through NCCL give every rank the same by
         std::string word = r == 0 ? "from rank 0" : "...........";
         world->broadcast(word.data(), word.size(), 0);
         world->barrier();
-        // Its side channel (TCP to rank 0) carries a checkpoint's rows beside NCCL's stream.
-        Collective* side = world->side_channel();
-        REQUIRE(side != nullptr);
-        CHECK(side->transport() == "TCP side channel");
-        std::string side_copy(all.size(), '?');
-        side->gather(mine.data(), mine.size(), r == 0 ? side_copy.data() : nullptr, counts, 0);
         const std::lock_guard lock(mutex);
-        if (r == 0) side_at_root = side_copy;
         CHECK(world->rank() == r);
         CHECK(world->size() == size);
         CHECK(world->transport() == "NCCL");
@@ -58,7 +50,6 @@ TEST_CASE("nccl world: host collectives through NCCL give every rank the same by
       CHECK(broadcast[static_cast<size_t>(r)] == "from rank 0");
     }
     CHECK(at_root == expected);
-    CHECK(side_at_root == expected);
   }
   ::unsetenv("NCCL_COMM_ID");
 }

@@ -10,7 +10,6 @@
 #include "data/datasets/readers.h"
 #include "data/decode.h"
 #include "data/mat_file.h"
-#include "engine/socket_channel.h"
 #include "io/npy.h"
 #include "io/numpy_pickle.h"
 #include "io/pickle.h"
@@ -186,22 +185,6 @@ inline int zip(const uint8_t* data, size_t size) {
       }
       (void)zip.find(entry.name);
     }
-  });
-}
-
-// The side channel's hello (engine/socket_channel.h), the first bytes rank 0 reads from any
-// connection to its port: input bytes 0–15 are the run's token, byte 16 picks the world's size
-// (2–65), the rest is the hello. A hello that is accepted must be the one its rank would send.
-inline int side_channel_hello(const uint8_t* data, size_t size) {
-  if (size < 17) return 0;
-  SideChannelToken token{};
-  std::copy(data, data + token.size(), token.begin());
-  const int world_size = 2 + data[16] % 64;
-  const std::span<const uint8_t> hello(data + 17, size - 17);
-  return guarded([&] {
-    const int rank = side_channel_hello_rank(hello, token, world_size);
-    const auto expected = mcdl::side_channel_hello(token, rank, world_size);
-    if (!std::equal(hello.begin(), hello.end(), expected.begin(), expected.end())) std::abort();
   });
 }
 

@@ -112,21 +112,6 @@ TEST_CASE("mcdl_train under mpirun: --batch-stats local on 2 processes gives one
                  runs.train(mpirun(2), "simgcd+mcdl", "two", " --batch-stats local"));
 }
 
-TEST_CASE("mcdl_train under mpirun: checkpoints streamed over the TCP side channel give one process's run byte for byte") {
-  const MpiRuns runs;
-  const fs::path one = runs.train("", "simgcd+mcdl", "one");
-  const std::string tcp = "env MCDL_MPI_SIDE_CHANNEL=tcp " + mpirun(2) + "-x MCDL_MPI_SIDE_CHANNEL ";
-  const Outcome outcome = runs.start(tcp, train_arguments("simgcd+mcdl", runs.data, runs.scratch / "two"));
-  REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
-  CHECK(outcome.err.find("no side channel") == std::string::npos);
-  check_same_run(one, runs.scratch / "two");
-
-  const Outcome bad = runs.start("env MCDL_MPI_SIDE_CHANNEL=pigeon " + mpirun(2) + "-x MCDL_MPI_SIDE_CHANNEL ",
-                                 train_arguments("simgcd+mcdl", runs.data, runs.scratch / "bad"));
-  CHECK(bad.status != 0);
-  CHECK(bad.err.find("MCDL_MPI_SIDE_CHANNEL is 'pigeon'; expected mpi") != std::string::npos);
-}
-
 TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with one clear message") {
   const MpiRuns runs;
   const std::string& tool = runs.tool;
