@@ -63,6 +63,7 @@
   X(weight_norm_backward)                                                                                  \
   /* reduce.h */                                                                                           \
   X(sum_axis) X(sum_axis_backward) X(max_axis) X(max_axis_backward) X(nearest_from_products)               \
+  X(assigned_squared_distances) X(cluster_sums)                                                            \
   /* shape.h */                                                                                            \
   X(permute) X(copy_axis_block) X(slice_backward)                                                          \
   /* optim.h, random.h */                                                                                  \

@@ -159,4 +159,42 @@ Tensor nearest_from_products(const Tensor& products, const Tensor& point_norms, 
   return nearest;
 }
 
+Tensor assigned_squared_distances(const Tensor& points, const Tensor& labels, const Tensor& centres) {
+  check(points.defined() && labels.defined() && centres.defined() && points.dim() == 2 &&
+            points.dtype() == DType::f32 && labels.dtype() == DType::i64 && labels.shape() == Shape{points.size(0)} &&
+            centres.dtype() == DType::f64 && centres.dim() == 2 && centres.size(1) == points.size(1),
+        "assigned_squared_distances: expected f32 points [n, D], i64 labels [n] and f64 centres [k, D], got ", points,
+        ", ", labels, " and ", centres);
+  check(labels.device() == points.device() && centres.device() == points.device(),
+        "assigned_squared_distances: the points, labels and centres must be on one device, got ", points, ", ", labels,
+        " and ", centres);
+  const int64_t n = points.size(0);
+  Tensor d2 = empty({n}, DType::f64, points.device());
+  on_device(points.device(), [&](auto k) {
+    k.assigned_squared_distances(points.ptr<float>(), labels.ptr<int64_t>(), centres.ptr<double>(), n,
+                                 points.size(1), d2.ptr<double>());
+  });
+  return d2;
+}
+
+Tensor cluster_sums(const Tensor& points, const Tensor& members, const Tensor& offsets, int64_t first, int64_t last) {
+  check(points.defined() && members.defined() && offsets.defined() && points.dim() == 2 &&
+            points.dtype() == DType::f32 && members.dtype() == DType::i64 && members.dim() == 1 &&
+            offsets.dtype() == DType::i64 && offsets.dim() == 1 && offsets.size(0) >= 1,
+        "cluster_sums: expected f32 points [n, D], i64 members [m] and i64 offsets [k + 1], got ", points, ", ",
+        members, " and ", offsets);
+  check(members.device() == points.device() && offsets.device() == points.device(),
+        "cluster_sums: the points, members and offsets must be on one device, got ", points, ", ", members, " and ",
+        offsets);
+  check(0 <= first && first <= last && last <= points.size(1), "cluster_sums: columns [", first, ", ", last,
+        ") are not within the points' ", points.size(1));
+  const int64_t k = offsets.size(0) - 1;
+  Tensor sums = empty({k, last - first}, DType::f64, points.device());
+  on_device(points.device(), [&](auto kernels) {
+    kernels.cluster_sums(points.ptr<float>(), members.ptr<int64_t>(), offsets.ptr<int64_t>(), k, points.size(1),
+                         first, last, sums.ptr<double>());
+  });
+  return sums;
+}
+
 }  // namespace mcdl

@@ -28,5 +28,14 @@ Tensor argmax(const Tensor& a, int64_t axis, bool keepdim = false);
 // nearest centre: the first c minimising max(0, ‖x‖² − 2·x·c + ‖c‖²), computed in double in
 // that order, the same bits on either device. Not differentiable.
 Tensor nearest_from_products(const Tensor& products, const Tensor& point_norms, const Tensor& centre_norms);
+// k-means' exact distances: for each row i of f32 points [n, D], Σ_d (x_d − c_d)² over d in order,
+// in double, with c the row labels[i] of f64 centres [k, D] (i64 labels [n], each in [0, k)): f64
+// [n], the same bits on either device. Not differentiable.
+Tensor assigned_squared_distances(const Tensor& points, const Tensor& labels, const Tensor& centres);
+// k-means' centre sums: for each cluster c, the sum in double of the rows of f32 points [n, D]
+// listed for it, in the order listed: members[offsets[c] .. offsets[c + 1]) (i64 members [m] of
+// rows in [0, n); i64 offsets [k + 1], non-decreasing from 0 to m). Columns [first, last) only:
+// f64 [k, last − first], the same bits on either device. Not differentiable.
+Tensor cluster_sums(const Tensor& points, const Tensor& members, const Tensor& offsets, int64_t first, int64_t last);
 
 }  // namespace mcdl

@@ -118,4 +118,56 @@ inline void nearest_from_products(const float* products, const double* point_nor
   });
 }
 
+// k-means' exact distances: d2[i] = Σ_d (x[i, d] − c[labels[i], d])² over d in order, in double,
+// each step rounded (f32 points [n, dim], f64 centres [k, dim]). Four points at a time: their four
+// chains of dependent additions overlap (one chain alone waits on each addition), and each value
+// has the bits of its point alone.
+inline void assigned_squared_distances(const float* points, const int64_t* labels, const double* centres, int64_t n,
+                                       int64_t dim, double* d2) {
+  auto one = [&](int64_t i) {
+    const float* x = points + i * dim;
+    const double* c = centres + labels[i] * dim;
+    double s = 0.0;
+    for (int64_t d = 0; d < dim; ++d) {
+      const double e = static_cast<double>(x[d]) - c[d];
+      s += e * e;
+    }
+    d2[i] = s;
+  };
+  parallel_rows((n + 3) / 4, 4 * dim, [&](int64_t group) {
+    const int64_t i = 4 * group;
+    if (i + 4 > n) {
+      for (int64_t j = i; j < n; ++j) one(j);
+      return;
+    }
+    const float *x0 = points + i * dim, *x1 = x0 + dim, *x2 = x1 + dim, *x3 = x2 + dim;
+    const double *c0 = centres + labels[i] * dim, *c1 = centres + labels[i + 1] * dim,
+                 *c2 = centres + labels[i + 2] * dim, *c3 = centres + labels[i + 3] * dim;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int64_t d = 0; d < dim; ++d) {
+      const double e0 = static_cast<double>(x0[d]) - c0[d], e1 = static_cast<double>(x1[d]) - c1[d];
+      const double e2 = static_cast<double>(x2[d]) - c2[d], e3 = static_cast<double>(x3[d]) - c3[d];
+      s0 += e0 * e0, s1 += e1 * e1, s2 += e2 * e2, s3 += e3 * e3;
+    }
+    d2[i] = s0, d2[i + 1] = s1, d2[i + 2] = s2, d2[i + 3] = s3;
+  });
+}
+
+// k-means' centre sums over the columns [first, last) of f32 points [n, dim]: sums[c, d − first]
+// = Σ x[j, d] in double over the members j of cluster c in the order listed, members[offsets[c]
+// .. offsets[c + 1]) (k clusters). Clusters are split over the threads, so each sum's order holds
+// for any thread count.
+inline void cluster_sums(const float* points, const int64_t* members, const int64_t* offsets, int64_t k, int64_t dim,
+                         int64_t first, int64_t last, double* sums) {
+  const int64_t width = last - first;
+  parallel_rows(k, (offsets[k] / std::max<int64_t>(k, 1) + 1) * width, [&](int64_t c) {
+    double* sum = sums + c * width;
+    for (int64_t d = 0; d < width; ++d) sum[d] = 0.0;
+    for (int64_t j = offsets[c]; j < offsets[c + 1]; ++j) {
+      const float* x = points + members[j] * dim + first;
+      for (int64_t d = 0; d < width; ++d) sum[d] += x[d];
+    }
+  });
+}
+
 }  // namespace mcdl::cpu

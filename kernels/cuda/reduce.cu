@@ -370,7 +370,49 @@ __global__ void nearest_from_products_kernel(const float* products, const double
   }
 }
 
+// A thread per point (the grid striding over the points).
+__global__ void assigned_squared_distances_kernel(const float* points, const int64_t* labels, const double* centres,
+                                                  int64_t n, int64_t dim, double* d2) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
+    const float* x = points + i * dim;
+    const double* c = centres + labels[i] * dim;
+    double s = 0.0;
+    for (int64_t d = 0; d < dim; ++d) {
+      const double e = __dsub_rn(static_cast<double>(x[d]), c[d]);
+      s = __dadd_rn(s, __dmul_rn(e, e));
+    }
+    d2[i] = s;
+  }
+}
+
+// A thread per (cluster, column) of [k, last − first] (the grid striding over them).
+__global__ void cluster_sums_kernel(const float* points, const int64_t* members, const int64_t* offsets, int64_t k,
+                                    int64_t dim, int64_t first, int64_t width, double* sums) {
+  for (int64_t t = grid_index(); t < k * width; t += grid_stride()) {
+    const int64_t c = t / width, d = first + t % width;
+    double s = 0.0;
+    for (int64_t j = offsets[c]; j < offsets[c + 1]; ++j)
+      s = __dadd_rn(s, static_cast<double>(points[members[j] * dim + d]));
+    sums[t] = s;
+  }
+}
+
 }  // namespace
+
+void assigned_squared_distances(const float* points, const int64_t* labels, const double* centres, int64_t n,
+                                int64_t dim, double* d2) {
+  if (n == 0) return;
+  launch(assigned_squared_distances_kernel, elementwise_grid(n), dim3(elementwise_block()), 0, engine_stream(), points,
+         labels, centres, n, dim, d2);
+}
+
+void cluster_sums(const float* points, const int64_t* members, const int64_t* offsets, int64_t k, int64_t dim,
+                  int64_t first, int64_t last, double* sums) {
+  const int64_t width = last - first;
+  if (k * width == 0) return;
+  launch(cluster_sums_kernel, elementwise_grid(k * width), dim3(elementwise_block()), 0, engine_stream(), points,
+         members, offsets, k, dim, first, width, sums);
+}
 
 void nearest_from_products(const float* products, const double* point_norms, const double* centre_norms, int64_t n,
                            int64_t m, int64_t* nearest) {

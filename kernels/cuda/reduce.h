@@ -32,5 +32,13 @@ void max_axis_backward(const T* g, const int64_t* index, T* dx, int64_t outer, i
 // minimum of its centres, then the lowest index of the warp's minima.
 void nearest_from_products(const float* products, const double* point_norms, const double* centre_norms, int64_t n,
                            int64_t m, int64_t* nearest);
+// As cpu::assigned_squared_distances, with the same bits: a thread per point, each step rounded
+// as the CPU rounds it (no fused multiply-add).
+void assigned_squared_distances(const float* points, const int64_t* labels, const double* centres, int64_t n,
+                                int64_t dim, double* d2);
+// As cpu::cluster_sums, with the same bits: a thread per (cluster, column), adding the cluster's
+// members in the order listed; neighbouring threads read neighbouring columns of a row.
+void cluster_sums(const float* points, const int64_t* members, const int64_t* offsets, int64_t k, int64_t dim,
+                  int64_t first, int64_t last, double* sums);
 
 }  // namespace mcdl::cuda

@@ -143,6 +143,29 @@ class Points {
     return split.gathered(labels, share_sizes(rows));
   }
 
+  // Exact ‖x_i − c_{labels[i]}‖² in double for the points [first, last), each sum in element order
+  // (assigned_squared_distances, on the points' device).
+  std::vector<double> assigned_distances(const std::vector<int64_t>& labels, const Centres& centres, int64_t first,
+                                         int64_t last) const {
+    NoGradGuard no_grad;
+    const std::vector<int64_t> own(labels.begin() + first, labels.begin() + last);
+    return assigned_squared_distances(slice(dev_, 0, first, last), from_vector(own, {last - first}, device_),
+                                      from_vector(centres.values, {centres.k, dim_}, device_))
+        .to_vector<double>();
+  }
+
+  // Each cluster's sum in double of its members' columns [first, last), the members added in the
+  // order listed (cluster c's: members[offsets[c] .. offsets[c + 1])), on the points' device:
+  // [k, last − first] row-major.
+  std::vector<double> cluster_sums(const std::vector<int64_t>& members, const std::vector<int64_t>& offsets,
+                                   int64_t first, int64_t last) const {
+    NoGradGuard no_grad;
+    const auto size = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+    return mcdl::cluster_sums(dev_, from_vector(members, {size(members)}, device_),
+                              from_vector(offsets, {size(offsets)}, device_), first, last)
+        .to_vector<double>();
+  }
+
  private:
   // The centres as f32 [dim, m] (what the products take) and their squared norms in double.
   void transpose_centres(const Centres& centres, std::vector<float>& transposed, std::vector<double>& norms) const {
@@ -164,44 +187,13 @@ class Points {
   std::vector<double> norms_;
 };
 
-double squared_distance(const float* x, const double* c, int64_t dim) {
-  double s = 0.0;
-  for (int64_t d = 0; d < dim; ++d) {
-    const double diff = static_cast<double>(x[d]) - c[d];
-    s += diff * diff;
-  }
-  return s;
-}
-
-// Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order. Four
-// points at a time: their four chains of dependent additions overlap (one chain alone waits on
-// each addition), and each value has the bits of squared_distance.
-// Split, each rank computes those of its share of the points.
+// Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order (the same
+// bits on either device). Split, each rank computes those of its share of the points.
 std::vector<double> assigned_distances(const Points& points, const std::vector<int64_t>& labels,
                                        const Centres& centres, const Split& split) {
-  const int64_t dim = points.dim();
   const std::vector<std::pair<int64_t, int64_t>> shares = split.shares(points.size());
   const auto [first, last] = split.own(shares);
-  std::vector<double> own(static_cast<size_t>(last - first));  // own[j] of point first + j
-  parallel_rows((last - first + 3) / 4, 4 * dim, [&](int64_t group) {
-    const int64_t i = first + 4 * group;
-    double* d2 = own.data() + 4 * group;
-    if (i + 4 > last) {
-      for (int64_t j = i; j < last; ++j) d2[j - i] = squared_distance(points.row(j), centres.row(labels[j]), dim);
-      return;
-    }
-    const float *x0 = points.row(i), *x1 = points.row(i + 1), *x2 = points.row(i + 2), *x3 = points.row(i + 3);
-    const double *c0 = centres.row(labels[i]), *c1 = centres.row(labels[i + 1]), *c2 = centres.row(labels[i + 2]),
-                 *c3 = centres.row(labels[i + 3]);
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    for (int64_t d = 0; d < dim; ++d) {
-      const double e0 = static_cast<double>(x0[d]) - c0[d], e1 = static_cast<double>(x1[d]) - c1[d];
-      const double e2 = static_cast<double>(x2[d]) - c2[d], e3 = static_cast<double>(x3[d]) - c3[d];
-      s0 += e0 * e0, s1 += e1 * e1, s2 += e2 * e2, s3 += e3 * e3;
-    }
-    d2[0] = s0, d2[1] = s1, d2[2] = s2, d2[3] = s3;
-  });
-  return split.gathered(own, share_sizes(shares));
+  return split.gathered(points.assigned_distances(labels, centres, first, last), share_sizes(shares));
 }
 
 double ordered_sum(const std::vector<double>& values) {
@@ -289,23 +281,17 @@ Centres update_centres(const Points& points, std::vector<int64_t>& labels, const
       count[c] = 1;
     }
   }
-  // One pass over the points in index order adds each to its cluster's sum, so every sum takes
-  // its members in index order. Threads split the dimensions, not the points: the order holds
-  // for any thread count, and the points are read in the order they are stored.
+  // Each cluster's members in index order (a counting sort of the labels), summed in that order
+  // on the points' device, so every sum has the same bits for any thread count or device.
   // This rank's dimensions [own_first, own_last) of every centre: [k, own_last − own_first].
+  std::vector<int64_t> offsets(static_cast<size_t>(k + 1), 0), members(static_cast<size_t>(n));
+  for (int64_t c = 0; c < k; ++c) offsets[c + 1] = offsets[c] + count[c];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  for (int64_t i = 0; i < n; ++i) members[next[labels[i]]++] = i;
   const std::vector<std::pair<int64_t, int64_t>> dims = split.shares(dim);
   const auto [own_first, own_last] = split.own(dims);
   const int64_t width = own_last - own_first;
-  std::vector<double> own(static_cast<size_t>(k * width), 0.0);
-  constexpr int64_t dims_per_task = 32;
-  parallel_rows((width + dims_per_task - 1) / dims_per_task, n * dims_per_task, [&](int64_t task) {
-    const int64_t first = task * dims_per_task, last = std::min(width, first + dims_per_task);
-    for (int64_t i = 0; i < n; ++i) {
-      double* sum = own.data() + labels[i] * width;
-      const float* x = points.row(i) + own_first;
-      for (int64_t d = first; d < last; ++d) sum[d] += x[d];
-    }
-  });
+  std::vector<double> own = points.cluster_sums(members, offsets, own_first, own_last);
   for (int64_t c = 0; c < k; ++c) {
     double* centre = own.data() + c * width;
     if (count[c] == 0)

@@ -8,9 +8,12 @@
 // max, argmax and the max gradient pick elements, so they are compared exactly.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/ops.h"
@@ -187,4 +190,52 @@ TEST_CASE("cuda reduce: the full grid of shapes" * doctest::test_suite("slow")) 
     }
   check_axis(leaf({5000, 3}, 44), 0, f32_atol, f32_rtol);
   check_all_elements(leaf({1000003}, 45), f32_atol, f32_rtol);
+}
+
+// f32 values whose exponents span 2^-30 to 2^30: sums of them in double round, so another order of
+// the additions shows in the bits.
+Tensor wide_range(const Shape& shape, uint64_t seed) {
+  const std::vector<double> mantissas = random_tensor(shape, seed, -1, 1).to_vector<double>();
+  const std::vector<double> exponents = random_tensor(shape, seed + 1, -30, 30).to_vector<double>();
+  std::vector<float> values;
+  for (size_t i = 0; i < mantissas.size(); ++i)
+    values.push_back(static_cast<float>(std::ldexp(mantissas[i], static_cast<int>(exponents[i]))));
+  return from_vector(values, shape);
+}
+
+// k-means' passes over the points: the device must give the CPU's bits (each sum in one order,
+// each step rounded alike).
+TEST_CASE("cuda reduce: k-means' exact distances and centre sums give the CPU's bits") {
+  for (const auto& [n, dim, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {37, 33, 7}, {130, 768, 10}}) {
+    CAPTURE(n);
+    CAPTURE(dim);
+    const Tensor points = wide_range({n, dim}, 81);
+    const Tensor centres = random_tensor({k, dim}, 82, -3, 3, DType::f64);
+    std::vector<int64_t> labels, members, offsets(static_cast<size_t>(k + 1), 0);
+    for (int64_t i = 0; i < n; ++i) labels.push_back((i * 5 + i / 3) % k);
+    // Members grouped by cluster, in index order, except the last cluster's, listed backwards.
+    for (int64_t c = 0; c < k; ++c) {
+      std::vector<int64_t> group;
+      for (int64_t i = 0; i < n; ++i)
+        if (labels[static_cast<size_t>(i)] == c) group.push_back(i);
+      if (c == k - 1) std::reverse(group.begin(), group.end());
+      members.insert(members.end(), group.begin(), group.end());
+      offsets[static_cast<size_t>(c + 1)] = static_cast<int64_t>(members.size());
+    }
+    const Tensor label_tensor = from_vector(labels, {n}), member_tensor = from_vector(members, {n}),
+                 offset_tensor = from_vector(offsets, {k + 1});
+    const Device gpu = Device::cuda();
+    CHECK(assigned_squared_distances(points.to(gpu), label_tensor.to(gpu), centres.to(gpu)).to_vector<double>() ==
+          assigned_squared_distances(points, label_tensor, centres).to_vector<double>());
+    for (const auto& [first, last] : {std::pair<int64_t, int64_t>{0, dim}, {dim / 3, dim}, {0, 0}}) {
+      CAPTURE(first);
+      CAPTURE(last);
+      CHECK(cluster_sums(points.to(gpu), member_tensor.to(gpu), offset_tensor.to(gpu), first, last)
+                .to_vector<double>() == cluster_sums(points, member_tensor, offset_tensor, first, last).to_vector<double>());
+    }
+  }
+  const Tensor points = random_tensor({3, 2}, 83, -1, 1, DType::f32);
+  CHECK_THROWS_WITH(assigned_squared_distances(points, from_vector<int64_t>({0, 0, 0}, {3}).to(Device::cuda()),
+                                               random_tensor({1, 2}, 84, -1, 1, DType::f64)),
+                    doctest::Contains("must be on one device"));
 }

@@ -1,11 +1,15 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "engine/ops/reduce.h"
+#include "engine/ops/shape.h"
 #include "tests/gradcheck.h"
 
 using namespace mcdl;
@@ -142,4 +146,91 @@ TEST_CASE("reduce: errors name the op, the axis and the shape") {
   CHECK_THROWS_WITH(sum(zeros({2}, DType::i64)), doctest::Contains("sum: expected an f32 or f64 tensor, got i64"));
   CHECK_THROWS_WITH(argmax(zeros({2}, DType::u8), 0), doctest::Contains("argmax: expected an f32 or f64 tensor"));
   CHECK_THROWS_WITH(max(Tensor()), doctest::Contains("max: input is an undefined tensor"));
+}
+
+namespace {
+
+// k-means' inputs: f32 points [n, dim] whose exponents span 2^-30 to 2^30 (sums of them in double
+// round, so another order of the additions shows in the bits), f64 centres [k, dim] and labels in
+// [0, k).
+struct KMeansInputs {
+  Tensor points, centres, labels;
+};
+KMeansInputs kmeans_inputs(int64_t n, int64_t dim, int64_t k, uint64_t seed) {
+  std::vector<int64_t> labels;
+  for (double v : random_tensor({n}, seed + 2, 0, static_cast<double>(k)).to_vector<double>())
+    labels.push_back(std::min(k - 1, static_cast<int64_t>(v)));
+  const std::vector<double> mantissas = random_tensor({n, dim}, seed, -1, 1).to_vector<double>();
+  const std::vector<double> exponents = random_tensor({n, dim}, seed + 3, -30, 30).to_vector<double>();
+  std::vector<float> points;
+  for (size_t i = 0; i < mantissas.size(); ++i)
+    points.push_back(static_cast<float>(std::ldexp(mantissas[i], static_cast<int>(exponents[i]))));
+  return {from_vector(points, {n, dim}), random_tensor({k, dim}, seed + 1, -3, 3, DType::f64),
+          from_vector(labels, {n})};
+}
+
+}  // namespace
+
+TEST_CASE("assigned_squared_distances: each point's sum over its dimensions in order, in double, as one loop gives") {
+  for (const auto& [n, dim, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 3, 2}, {9, 768, 5}, {4001, 33, 7}}) {
+    CAPTURE(n);
+    CAPTURE(dim);
+    const KMeansInputs in = kmeans_inputs(n, dim, k, 71);
+    const std::vector<float> x = in.points.to_vector<float>();
+    const std::vector<double> c = in.centres.to_vector<double>();
+    const std::vector<int64_t> labels = in.labels.to_vector<int64_t>();
+    std::vector<double> expected;
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0.0;
+      for (int64_t d = 0; d < dim; ++d) {
+        const double e = static_cast<double>(x[i * dim + d]) - c[labels[i] * dim + d];
+        s += e * e;
+      }
+      expected.push_back(s);
+    }
+    CHECK(assigned_squared_distances(in.points, in.labels, in.centres).to_vector<double>() == expected);
+  }
+  const KMeansInputs in = kmeans_inputs(3, 4, 2, 72);
+  CHECK_THROWS_WITH(assigned_squared_distances(in.points, in.labels, in.centres.to(DType::f32)),
+                    doctest::Contains("expected f32 points [n, D], i64 labels [n] and f64 centres [k, D]"));
+  CHECK_THROWS_WITH(assigned_squared_distances(in.points, slice(in.labels, 0, 0, 2), in.centres),
+                    doctest::Contains("expected f32 points"));
+}
+
+TEST_CASE("cluster_sums: each cluster's members added in the order listed, over the columns asked for") {
+  const int64_t n = 300, dim = 21, k = 6;
+  const KMeansInputs in = kmeans_inputs(n, dim, k, 73);
+  const std::vector<float> x = in.points.to_vector<float>();
+  // Cluster 2 empty; the others' members in a scrambled order, since the order listed is the order added.
+  std::vector<std::vector<int64_t>> groups(k);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = (i * 7) % (k - 1);
+    groups[static_cast<size_t>(c >= 2 ? c + 1 : c)].push_back(i);
+  }
+  for (auto& g : groups) std::reverse(g.begin() + static_cast<int64_t>(g.size()) / 3, g.end());
+  REQUIRE(groups[2].empty());
+  std::vector<int64_t> members, offsets = {0};
+  for (const auto& g : groups) {
+    members.insert(members.end(), g.begin(), g.end());
+    offsets.push_back(static_cast<int64_t>(members.size()));
+  }
+  const Tensor member_tensor = from_vector(members, {n}), offset_tensor = from_vector(offsets, {k + 1});
+  for (const auto& [first, last] : {std::pair<int64_t, int64_t>{0, dim}, {3, 19}, {dim, dim}}) {
+    CAPTURE(first);
+    CAPTURE(last);
+    std::vector<double> expected;
+    for (const auto& g : groups)
+      for (int64_t d = first; d < last; ++d) {
+        double s = 0.0;
+        for (int64_t j : g) s += x[j * dim + d];
+        expected.push_back(s);
+      }
+    const Tensor sums = cluster_sums(in.points, member_tensor, offset_tensor, first, last);
+    CHECK(sums.shape() == Shape{k, last - first});
+    CHECK(sums.to_vector<double>() == expected);
+  }
+  CHECK_THROWS_WITH(cluster_sums(in.points, member_tensor, offset_tensor, 4, dim + 1),
+                    doctest::Contains("columns [4, 22) are not within the points' 21"));
+  CHECK_THROWS_WITH(cluster_sums(in.points, member_tensor.to(DType::f32), offset_tensor, 0, dim),
+                    doctest::Contains("expected f32 points [n, D], i64 members [m] and i64 offsets [k + 1]"));
 }
