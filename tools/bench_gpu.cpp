@@ -4,11 +4,13 @@
 // PyTorch timings of the same ops (tools/bench_torch_gpu.py, "name<TAB>ms" lines), it adds
 // PyTorch's time and the engine's speed-up over it.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/autograd.h"
 #include "engine/ops.h"
@@ -292,6 +294,36 @@ int main(int argc, char** argv) {
         [&] { iterations = semi_supervised_kmeans(features, {}, {}, options, start).iterations; }, 1);
     std::printf("%-28s %-18s %9.3f ms an iteration (%lld iterations, fp32 products)\n", "k-means warm refit",
                 "[131072, 768] K=1000", fit_ms / static_cast<double>(iterations), static_cast<long long>(iterations));
+    // Its two other passes over the points, on the device against the host (this machine's cores).
+    // Labels scattered over the clusters; each cluster's members in index order, as k-means lists them.
+    std::vector<int64_t> labels(static_cast<size_t>(points)), members, offsets = {0};
+    for (int64_t i = 0; i < points; ++i) labels[static_cast<size_t>(i)] = (i * 7919) % k;
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t i = 0; i < points; ++i)
+        if (labels[static_cast<size_t>(i)] == c) members.push_back(i);
+      offsets.push_back(static_cast<int64_t>(members.size()));
+    }
+    const Tensor host_features = features.to(Device::cpu()), host_labels = from_vector(labels, {points});
+    const Tensor host_centres = slice(host_features, 0, 0, k).to(DType::f64);
+    const Tensor host_members = from_vector(members, {points}), host_offsets = from_vector(offsets, {k + 1});
+    const Tensor dev_labels = host_labels.to(Device::cuda()), dev_centres = host_centres.to(Device::cuda());
+    const Tensor dev_members = host_members.to(Device::cuda()), dev_offsets = host_offsets.to(Device::cuda());
+    const double distances_ms =
+        time_ms([&] { Tensor z = assigned_squared_distances(features, dev_labels, dev_centres); });
+    const double sums_ms = time_ms([&] { Tensor z = cluster_sums(features, dev_members, dev_offsets, 0, width); });
+    const auto host_ms = [](const std::function<void()>& work) {
+      const auto begin = std::chrono::steady_clock::now();
+      work();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    };
+    const double host_distances_ms =
+        host_ms([&] { Tensor z = assigned_squared_distances(host_features, host_labels, host_centres); });
+    const double host_sums_ms =
+        host_ms([&] { Tensor z = cluster_sums(host_features, host_members, host_offsets, 0, width); });
+    std::printf("%-28s %-18s %9.3f ms on the device; on the host: %.3f ms\n", "k-means exact distances",
+                "[131072, 768] K=1000", distances_ms, host_distances_ms);
+    std::printf("%-28s %-18s %9.3f ms on the device; on the host: %.3f ms\n", "k-means centre sums",
+                "[131072, 768] K=1000", sums_ms, host_sums_ms);
   }
   return 0;
 }
