@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/gemm_mode.h"
@@ -61,7 +62,7 @@ bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
                int64_t ldb, const T* bias, const T* residual, T* c, GemmMode mode) {
   broadcast_rows(bias, c, m, n);
   gemm(trans_a, trans_b, m, n, k, T(1), a, lda, 0, b, ldb, 0, T(1), c, n, 0, 1, mode);
-  if (residual) parallel_for(m * n, [&](int64_t i) { c[i] = residual[i] + c[i]; });
+  if (residual) accumulate(c, residual, m * n, false);
   return false;
 }
 
