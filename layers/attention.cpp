@@ -40,7 +40,7 @@ Tensor Attention::forward(const Tensor& x, const Tensor& residual, const Tensor&
                 reshape(slice(qkv_heads, 0, 2, 3), per_head), residual, gain);
 }
 
-Tensor Attention::forward_first_token(const Tensor& x, const Tensor& residual, const Tensor& gain) const {
+Tensor Attention::forward_first_token(const Tensor& x, const Tensor& gain) const {
   check(x.dim() == 3 && x.size(2) == dim_, "Attention: expected x [B, T, ", dim_, "], got ", x.str());
   const int64_t b = x.size(0), t = x.size(1);
   // Row blocks of the fused weight (views along axis 0): Q = rows [0, D), K and V = [D, 3D).
@@ -52,7 +52,7 @@ Tensor Attention::forward_first_token(const Tensor& x, const Tensor& residual, c
   Tensor q_heads = permute(reshape(q, {b, 1, num_heads_, head_dim_}), {0, 2, 1, 3});
   const Shape per_head{b, num_heads_, t, head_dim_};
   return attend(q_heads, reshape(slice(kv_heads, 0, 0, 1), per_head), reshape(slice(kv_heads, 0, 1, 2), per_head),
-                residual, gain);
+                Tensor(), gain);
 }
 
 Tensor Attention::forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain) const {

@@ -16,8 +16,9 @@ class Attention : public Module {
   Tensor forward(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
   // The output for token 0 alone, [B, 1, D]: keys and values for all T tokens, the query of
   // token 0 only. Equal to forward(x)[:, 0:1] (each output row depends only on its own query);
-  // `residual` [B, 1, D] and `gain` as forward's.
-  Tensor forward_first_token(const Tensor& x, const Tensor& residual = Tensor(), const Tensor& gain = Tensor()) const;
+  // with `gain` (LayerScale), gain ⊙ that. No residual: Block adds the CLS token's skip connection
+  // itself (block.cpp says why).
+  Tensor forward_first_token(const Tensor& x, const Tensor& gain = Tensor()) const;
   // residual + forward(x) on bf16 activations, no graph (the residual added in proj's product); with
   // `gain` (LayerScale), residual + gain ⊙ forward(x), the gain folded into proj's bf16 weights.
   Tensor forward_bf16(const Tensor& x, const Tensor& residual, const Tensor& gain = Tensor()) const;

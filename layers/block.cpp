@@ -25,7 +25,7 @@ Tensor Block::forward_first_token(const Tensor& x) const {
   // into proj's product, its gradient reached x in another order against norm1's and moved the
   // last bits of a run that trains this block's input (fmnist-pairs). One row per image: no pass
   // worth saving.
-  const Tensor branch = attn.forward_first_token(norm1.forward(x), Tensor(), ls1_gamma);
+  const Tensor branch = attn.forward_first_token(norm1.forward(x), ls1_gamma);
   Tensor h = slice(x, 1, 0, 1) + branch;
   return mlp.forward(norm2.forward(h), h, ls2_gamma);
 }
