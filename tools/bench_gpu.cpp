@@ -295,12 +295,12 @@ int main(int argc, char** argv) {
     std::printf("%-28s %-18s %9.3f ms an iteration (%lld iterations, fp32 products)\n", "k-means warm refit",
                 "[131072, 768] K=1000", fit_ms / static_cast<double>(iterations), static_cast<long long>(iterations));
     // Its two other passes over the points, on the device against the host (this machine's cores).
-    // Labels scattered over the clusters; each cluster's members in index order, as k-means lists them.
-    std::vector<int64_t> labels(static_cast<size_t>(points)), members, offsets = {0};
-    for (int64_t i = 0; i < points; ++i) labels[static_cast<size_t>(i)] = (i * 7919) % k;
+    // Point i in cluster i mod K: each cluster's members are rows K apart, listed in index order as
+    // k-means lists them.
+    std::vector<int64_t> labels, members, offsets = {0};
+    for (int64_t i = 0; i < points; ++i) labels.push_back(i % k);
     for (int64_t c = 0; c < k; ++c) {
-      for (int64_t i = 0; i < points; ++i)
-        if (labels[static_cast<size_t>(i)] == c) members.push_back(i);
+      for (int64_t i = c; i < points; i += k) members.push_back(i);
       offsets.push_back(static_cast<int64_t>(members.size()));
     }
     const Tensor host_features = features.to(Device::cpu()), host_labels = from_vector(labels, {points});
