@@ -54,31 +54,43 @@ Shape RowBlocks::shape() const {
   return whole;
 }
 
+BlockGather::BlockGather(const Collective& world, Tensor local, std::vector<std::pair<int64_t, int64_t>> blocks,
+                         int root, size_t piece_bytes)
+    : local_(std::move(local)), blocks_(std::move(blocks)), rank_(world.rank()), root_(root) {
+  const auto me = static_cast<size_t>(rank_);
+  check(local_.defined() && local_.device().is_cpu() && local_.dim() >= 1, "gather_blocks: expected host rows, got ",
+        local_);
+  check(blocks_.size() == static_cast<size_t>(world.size()) &&
+            blocks_[me].second - blocks_[me].first == local_.size(0),
+        "gather_blocks: rank ", rank_, " has ", local_.size(0), " rows, but its block says otherwise");
+  rows_ = blocks_.back().second;
+  row_bytes_ = row_bytes(local_);
+  piece_rows_ = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(row_bytes_, 1)));
+  if (rank_ == root_) piece_.resize(static_cast<size_t>(std::min(rows_, piece_rows_)) * row_bytes_);
+}
+
+void BlockGather::send_next(Collective& world, const std::function<void(const void* data, size_t bytes)>& receive) {
+  check(!done(), "gather_blocks: every piece was sent already");
+  const auto me = static_cast<size_t>(rank_);
+  const int64_t last = std::min(rows_, first_ + piece_rows_);
+  std::vector<size_t> counts;  // each rank's rows of [first_, last)
+  for (const auto& [begin, end] : blocks_)
+    counts.push_back(static_cast<size_t>(std::max<int64_t>(0, std::min(end, last) - std::max(begin, first_))) *
+                     row_bytes_);
+  const int64_t from = std::max(blocks_[me].first, first_) - blocks_[me].first;
+  const auto* mine = static_cast<const char*>(local_.raw_data());
+  const bool receives = rank_ == root_;
+  world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * row_bytes_ : nullptr, counts[me],
+               receives ? piece_.data() : nullptr, counts, root_);
+  const size_t bytes = static_cast<size_t>(last - first_) * row_bytes_;
+  first_ = last;
+  if (receives) receive(piece_.data(), bytes);
+}
+
 void gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
                    int root, const std::function<void(const void* data, size_t bytes)>& receive, size_t piece_bytes) {
-  const auto me = static_cast<size_t>(world.rank());
-  check(local.defined() && local.device().is_cpu() && local.dim() >= 1, "gather_blocks: expected host rows, got ",
-        local);
-  check(blocks.size() == static_cast<size_t>(world.size()) &&
-            blocks[me].second - blocks[me].first == local.size(0),
-        "gather_blocks: rank ", world.rank(), " has ", local.size(0), " rows, but its block says otherwise");
-  const int64_t rows = blocks.back().second;
-  const size_t bytes = row_bytes(local);
-  const int64_t piece_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / std::max<size_t>(bytes, 1)));
-  const bool receives = world.rank() == root;
-  std::vector<char> piece(receives ? static_cast<size_t>(std::min(rows, piece_rows)) * bytes : 0);
-  const auto* mine = static_cast<const char*>(local.raw_data());
-  for (int64_t first = 0; first < rows; first += piece_rows) {
-    const int64_t last = std::min(rows, first + piece_rows);
-    std::vector<size_t> counts;  // each rank's rows of [first, last)
-    for (const auto& [begin, end] : blocks)
-      counts.push_back(static_cast<size_t>(std::max<int64_t>(0, std::min(end, last) - std::max(begin, first))) *
-                       bytes);
-    const int64_t from = std::max(blocks[me].first, first) - blocks[me].first;
-    world.gather(counts[me] > 0 ? mine + static_cast<size_t>(from) * bytes : nullptr, counts[me],
-                 receives ? piece.data() : nullptr, counts, root);
-    if (receives) receive(piece.data(), static_cast<size_t>(last - first) * bytes);
-  }
+  BlockGather gather(world, local, blocks, root, piece_bytes);
+  while (!gather.done()) gather.send_next(world, receive);
 }
 
 }  // namespace mcdl

@@ -28,10 +28,30 @@ struct RowBlocks {
   std::vector<std::pair<int64_t, int64_t>> blocks;  // each rank's [begin, end); the last end is the row count
   Shape shape() const;  // the whole tensor's
 };
-// The rows of `blocks` streamed to rank `root` in order: there `receive(data, bytes)` gets
-// consecutive pieces of the whole, of at most piece_bytes each (at least one row), so the root
-// never holds more than one piece of the other ranks' rows; the others only send. `local` is this
-// rank's block on the host. Each exchange stays within MPI's int counts however large the whole.
+// The rows of `blocks` sent to rank `root` in order, one piece per call: there each piece is
+// consecutive rows of the whole, at most piece_bytes (at least one row), so the root never holds
+// more than one piece of the other ranks' rows; the others only send. `local` is this rank's block
+// on the host, kept until the last piece. Each exchange stays within MPI's int counts however large
+// the whole. Every rank makes the same calls, in the same order.
+class BlockGather {
+ public:
+  BlockGather(const Collective& world, Tensor local, std::vector<std::pair<int64_t, int64_t>> blocks, int root,
+              size_t piece_bytes = size_t(1) << 28);
+  bool done() const { return first_ >= rows_; }
+  // One gather on `world` (the one made with, or a channel of the same ranks): on the root,
+  // receive(data, bytes) gets the next piece.
+  void send_next(Collective& world, const std::function<void(const void* data, size_t bytes)>& receive);
+
+ private:
+  Tensor local_;
+  std::vector<std::pair<int64_t, int64_t>> blocks_;
+  int rank_, root_;
+  size_t row_bytes_;
+  int64_t rows_, piece_rows_;
+  int64_t first_ = 0;  // the next piece's first row
+  std::vector<char> piece_;  // the root's receive buffer
+};
+// All of BlockGather's pieces at once: receive(data, bytes) gets them in order on the root.
 void gather_blocks(Collective& world, const Tensor& local, const std::vector<std::pair<int64_t, int64_t>>& blocks,
                    int root, const std::function<void(const void* data, size_t bytes)>& receive,
                    size_t piece_bytes = size_t(1) << 28);

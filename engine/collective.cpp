@@ -70,6 +70,15 @@ const McdlMpiApi* load_mpi_plugin(int launched) {
   return api;
 }
 
+// MCDL_MPI_SIDE_CHANNEL=off: no side channel even where MPI has full thread support (for an MPI
+// whose full thread support is slow or faulty); checkpoints then travel between steps.
+bool side_channel_turned_off() {
+  const char* value = std::getenv("MCDL_MPI_SIDE_CHANNEL");
+  if (!value || !*value || std::strcmp(value, "on") == 0) return false;
+  check(std::strcmp(value, "off") == 0, "MCDL_MPI_SIDE_CHANNEL is '", value, "': expected on or off");
+  return true;
+}
+
 // The collectives on one of the plugin's communicators: the world, or its side channel.
 class MpiCommunicator : public Collective {
  public:
@@ -119,11 +128,12 @@ class MpiCommunicator : public Collective {
 class MpiWorld final : public MpiCommunicator {
  public:
   explicit MpiWorld(int launched) : MpiCommunicator(load_mpi_plugin(launched), kMcdlMpiWorld, "") {
+    const bool side_channel_off = side_channel_turned_off();  // a bad value stops before MPI starts
     char error[512] = "";
     int side_channel = 0;
     check(api_->init(&rank_, &size_, &side_channel, error, sizeof error) == 0, "MPI could not start: ", error);
     check(size_ == launched, "the launcher's environment says ", launched, " processes but MPI's world has ", size_);
-    if (side_channel) side_ = std::make_unique<Side>(*this);
+    if (side_channel && !side_channel_off) side_ = std::make_unique<Side>(*this);
   }
   ~MpiWorld() override {
     side_.reset();

@@ -153,6 +153,9 @@ Run::Run(const TrainConfig& config, bool resume)
     TrainConfig shared = config_;
     shared.progress = false;  // only rank 0 shows a progress bar
     check_same_on_every_rank(world_, config_to_json(shared), "configuration");
+    // How the checkpoints' rows travel (MCDL_MPI_SIDE_CHANNEL, the MPI's thread support).
+    check_same_on_every_rank(world_, world_.side_channel() ? "side channel" : "between steps",
+                             "way of sending checkpoints to rank 0 (set MCDL_MPI_SIDE_CHANNEL alike on every rank)");
   }
   gpu_link_.emplace(world_, config_.gpu_collectives, device_);
   // What depends on the machine and the data, resolved here once, before config.json is written.
@@ -166,6 +169,12 @@ Run::Run(const TrainConfig& config, bool resume)
   if (recipe.with_mcdl) {
     trained_->enable_predictions(resume_);
     mcdl_ = std::make_unique<Mcdl>(mcdl_settings(config_), data_, clusters_, device_, &world_, &shards_);
+    if (world_.size() > 1 && !world_.side_channel() && world_.rank() == 0)
+      std::fprintf(stderr,
+                   "note: each checkpoint's memory banks go to rank 0 a piece after each training step that follows "
+                   "it, as these processes have no side channel for them (%s)\n",
+                   world_.transport() == "MPI" ? "MPI without full thread support, or MCDL_MPI_SIDE_CHANNEL=off"
+                                               : "NCCL alone");
   }
   if (resume_) load_checkpoint();
 }
@@ -222,7 +231,8 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
 
   const std::vector<std::string> names = loss_names();
   EpochLog log(config_, epoch, num_batches, names,
-               finite_loss_check(names, trained_->total_name(), epoch, run_, progress_.epochs_completed));
+               finite_loss_check(names, trained_->total_name(), epoch, run_, progress_.epochs_completed,
+                                 [this] { checkpoints_.wait(); }));
   LoadedBatch batch;
   while (loader.next(batch)) {
     const BatchLabels labels = batch_labels(plan, data_, batch.batch);
@@ -232,6 +242,7 @@ bool Run::train_epoch(int64_t epoch, MetricsRow& row) {
     backward_and_step(terms.front(), trained_->optimizer(), shards_);
     trained_->after_step();
     agree_on_stop(world_);  // several ranks stop after the same step
+    checkpoints_.send_piece();  // a world without a side channel sends the last checkpoint's rows here
     if (!log.record(terms, batch.batch, progress_.iterations)) {
       progress_.stop = true;
       break;

@@ -7,27 +7,35 @@
 //
 // Across processes rank 0 writes the file. Tensors every rank holds whole (the trained model) are
 // copied by rank 0 alone. Tensors whose rows the ranks hold in blocks (the memory banks, 123 GB at
-// ImageNet-1K size) are copied by each rank, its own rows only, and streamed to rank 0 in pieces
-// as the file is written, on the world's side channel (engine/collective.h) from a thread of each
-// rank: rank 0 never holds more than its own block and one piece. A world without a side channel
-// gathers those rows whole on rank 0 at the save, on the calling thread, and then writes them in
-// the background like the rest.
+// ImageNet-1K size) are copied by each rank, its own rows only, and sent to rank 0 in pieces as
+// the file is written, so rank 0 holds its own block and a few pieces, never the whole:
+// - on the world's side channel (engine/collective.h), from a thread of each rank, while the
+//   training's collectives go on on the world;
+// - in a world without one (NCCL's, an MPI without full thread support), on the world itself, a
+//   piece per training step (send_piece, called by every rank between steps), the rest at the next
+//   wait. Rank 0's writer thread takes the pieces from a short queue; when the disk is slower than
+//   the steps, the step that hands it a piece waits.
 //
 // At most one write is in flight: a save waits for the one before, and an error of a write (a full
 // disk) is raised by the next save or wait, with RunDirectory's message naming the intact last
 // checkpoint. Until a write is done, the checkpoint before it is the one --resume finds: a crash
-// in that window loses one epoch more than a synchronous write would have.
+// in that window loses one epoch more than a synchronous write would have. So does a run that
+// stops on an error while pieces are still to be sent between steps (the writer is destroyed
+// without its wait): no rank can tell then whether the others still take part.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
-#include "engine/all_gather.h"  // RowBlocks
+#include "engine/all_gather.h"  // RowBlocks, BlockGather
 #include "engine/collective.h"
 #include "engine/tensor.h"
+#include "mcdl/run/piece_queue.h"
 #include "mcdl/run/run_directory.h"
 
 namespace mcdl {
@@ -38,7 +46,8 @@ class CheckpointWriter {
   // pieces of at most piece_bytes (at least a row).
   CheckpointWriter(const RunDirectory& run, Collective& world, size_t piece_bytes = size_t(1) << 28)
       : run_(run), world_(world), piece_bytes_(piece_bytes) {}
-  // Waits for the write in flight; an error it had is printed (a destructor cannot raise it).
+  // Waits for the write in flight; an error it had is printed (a destructor cannot raise it). Rows
+  // still to send between steps are given up, with a note: the ranks may no longer meet.
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -49,13 +58,22 @@ class CheckpointWriter {
   // names and shapes.
   void save(const std::map<std::string, Tensor>& tensors, const std::map<std::string, RowBlocks>& row_blocks,
             const std::map<std::string, std::string>& metadata, int64_t epoch, int64_t keep_every);
+  // Sends the next piece of rows still to go between steps, if any: one collective on the world,
+  // which every rank calls at the same place (after each training step). Nothing otherwise.
+  void send_piece();
   // Until the write in flight (if any) is on disk, or this rank's part of it sent; raises its error.
+  // Every rank calls it at the same place: it sends the pieces still to go.
   void wait();
 
  private:
+  bool rows_to_send() const;
+
   const RunDirectory& run_;
   Collective& world_;
   size_t piece_bytes_;
+  std::deque<BlockGather> between_steps_;  // the rows still to send on the world, in file order
+  std::shared_ptr<PieceQueue> pieces_;    // rank 0: those rows on their way to the writer thread
+  int64_t epoch_ = 0;                     // the epoch of the write in flight
   std::thread writer_;
   std::exception_ptr error_;  // set by the writer thread, read after joining it
 };

@@ -186,11 +186,12 @@ std::vector<double> read_scalars(const std::vector<Tensor>& scalars) {
 }
 
 EpochLog::Check finite_loss_check(std::vector<std::string> names, std::string total_name, int64_t epoch,
-                                  const RunDirectory& run, int64_t epochs_checkpointed) {
-  return [names = std::move(names), total_name = std::move(total_name), epoch, &run, epochs_checkpointed](
-             const std::vector<double>& values, int64_t iteration) {
+                                  const RunDirectory& run, int64_t epochs_checkpointed, std::function<void()> settle) {
+  return [names = std::move(names), total_name = std::move(total_name), epoch, &run, epochs_checkpointed,
+          settle = std::move(settle)](const std::vector<double>& values, int64_t iteration) {
     for (size_t t = 0; t < values.size(); ++t) {
       if (std::isfinite(values[t])) continue;
+      if (settle) settle();
       fail("loss term '", t == 0 ? total_name : names[t], "' became ", values[t], " at epoch ", epoch, ", iteration ",
            iteration, "; training stopped. ",
            epochs_checkpointed > 0 ? "The last good checkpoint is " + run.last_checkpoint() + " (after epoch " +

@@ -103,8 +103,11 @@ void backward_and_step(const Tensor& loss, Optimizer& optimizer, Shards& shards)
 std::vector<double> read_scalars(const std::vector<Tensor>& scalars);
 
 // An EpochLog check for a training run's terms (names[0] is the total, called `total_name`): the
-// error of a term that is not finite names it, the epoch, the iteration and what to do.
+// error of a term that is not finite names it, the epoch, the iteration and what to do, with the
+// last checkpoint, which `settle` (when given) puts on disk first. Every rank of a run meets such a
+// term at the same step (the terms are the global batch's), so `settle` may exchange between them.
 EpochLog::Check finite_loss_check(std::vector<std::string> names, std::string total_name, int64_t epoch,
-                                  const RunDirectory& run, int64_t epochs_checkpointed);
+                                  const RunDirectory& run, int64_t epochs_checkpointed,
+                                  std::function<void()> settle = nullptr);
 
 }  // namespace mcdl

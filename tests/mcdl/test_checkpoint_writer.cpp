@@ -123,6 +123,12 @@ struct RankedState {
     for (const auto& [name, t] : in_rows) out[name] = {slice(t, 0, begin, end).clone(), blocks};
     return out;
   }
+  // The pieces rank 0 asks for, at most `piece_bytes` each: b.filled's and d.classes' 8-byte rows
+  // fit one piece; b.probs' 128-byte rows take ceil(9 / rows per piece).
+  static int pieces(size_t piece_bytes) {
+    const int64_t probs_rows = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / 128));
+    return 2 + static_cast<int>((9 + probs_rows - 1) / probs_rows);
+  }
   // The file one process writes of it all.
   std::string expected_file(const fs::path& dir) const {
     std::map<std::string, Tensor> all = whole;
@@ -131,6 +137,36 @@ struct RankedState {
     save_safetensors(path.string(), all, metadata);
     return testing::read_text(path);
   }
+};
+
+// A rank's world that counts the gathers made on it (how the writer sends rows without a side
+// channel); the rest goes to the rank's own world.
+class CountedGathers final : public Collective {
+ public:
+  explicit CountedGathers(Collective& rank) : rank_(rank) {}
+  int gathers = 0;
+
+  int rank() const override { return rank_.rank(); }
+  int size() const override { return rank_.size(); }
+  std::string transport() const override { return rank_.transport(); }
+  void all_gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts) override {
+    rank_.all_gather(send, send_bytes, receive, counts);
+  }
+  void gather(const void* send, size_t send_bytes, void* receive, const std::vector<size_t>& counts,
+              int root) override {
+    ++gathers;
+    rank_.gather(send, send_bytes, receive, counts, root);
+  }
+  void broadcast(void* data, size_t bytes, int root) override { rank_.broadcast(data, bytes, root); }
+  void barrier() override { rank_.barrier(); }
+  [[noreturn]] void abort(int code) override {
+    rank_.abort(code);
+    std::abort();  // not reached: abort ends the run
+  }
+  Collective* side_channel() override { return rank_.side_channel(); }
+
+ private:
+  Collective& rank_;
 };
 
 }  // namespace
@@ -147,21 +183,36 @@ TEST_CASE("checkpoint writer across ranks: rank 0 writes the file one process wr
       CAPTURE(side_channel);
       CAPTURE(ranks);
       const fs::path run_dir = dir / ("run-" + std::to_string(ranks) + (side_channel ? "-side" : ""));
-      ThreadWorld(ranks, side_channel).run([&](Collective& world) {
+      ThreadWorld(ranks, side_channel).run([&](Collective& rank_world) {
+        CountedGathers world(rank_world);
         const RunDirectory run(run_dir.string(), world.rank() == 0);
         CheckpointWriter writer(run, world, piece_bytes);
         std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), ranks);
         writer.save(state.whole, rows, state.metadata, 1, 2);
         // The next epoch: its steps change the bank in place and exchange on the world while the
-        // rows go to rank 0 (on the side channel).
+        // rows go to rank 0 (on the side channel, or a piece after each step).
         for (auto& [name, block] : rows)
           if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
         std::vector<int64_t> ranks_seen(static_cast<size_t>(ranks));
         const int64_t me = world.rank();
-        for (int step = 0; step < 3; ++step)
+        const int steps = 3;
+        for (int step = 0; step < steps; ++step) {
           world.all_gather(&me, sizeof me, ranks_seen.data(), std::vector<size_t>(ranks_seen.size(), sizeof me));
+          writer.send_piece();
+        }
         CHECK(ranks_seen.back() == ranks - 1);
+        const int between_steps = world.gathers;
         writer.wait();
+        const int in_wait = world.gathers - between_steps;
+        if (side_channel) {  // nothing on the world
+          CHECK(between_steps == 0);
+          CHECK(in_wait == 0);
+        } else {  // a piece per step, the rest (ranks == 3: 7 pieces) in wait
+          const int pieces = RankedState::pieces(piece_bytes);
+          CHECK(between_steps == std::min(steps, pieces));
+          CHECK(in_wait == pieces - between_steps);
+          CHECK(pieces == (ranks == 3 ? 7 : 3));
+        }
       });
       CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
       CHECK(testing::read_text(run_dir / "checkpoints/epoch_2.safetensors") == expected);
@@ -182,30 +233,64 @@ TEST_CASE("checkpoint writer across ranks: a write that fails on rank 0 still ta
   uint64_t header_bytes = 0;
   std::memcpy(&header_bytes, expected.data(), sizeof header_bytes);
   const rlimit limit{static_cast<rlim_t>(8 + header_bytes + 24 + 72 + 500), RLIM_INFINITY};
-  ThreadWorld(3).run([&](Collective& world) {
-    const RunDirectory run(run_dir.string(), world.rank() == 0);
-    CheckpointWriter writer(run, world, 64);
-    const std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), 3);
-    rlimit before{};
-    world.barrier();
-    if (world.rank() == 0) {
-      ::getrlimit(RLIMIT_FSIZE, &before);
-      std::signal(SIGXFSZ, SIG_IGN);  // the write then fails with EFBIG
-      ::setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    world.barrier();
-    writer.save(state.whole, rows, state.metadata, 0, 0);
-    if (world.rank() == 0) {
-      CHECK_THROWS_WITH(writer.wait(), doctest::Contains("the checkpoint after epoch 1 was not saved"));
-      ::setrlimit(RLIMIT_FSIZE, &before);
-      std::signal(SIGXFSZ, SIG_DFL);
-    } else {
+  for (const bool side_channel : {true, false}) {
+    CAPTURE(side_channel);
+    ThreadWorld(3, side_channel).run([&](Collective& world) {
+      const RunDirectory run(run_dir.string(), world.rank() == 0);
+      CheckpointWriter writer(run, world, 64);
+      const std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), 3);
+      rlimit before{};
+      world.barrier();
+      if (world.rank() == 0) {
+        ::getrlimit(RLIMIT_FSIZE, &before);
+        std::signal(SIGXFSZ, SIG_IGN);  // the write then fails with EFBIG
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+      }
+      world.barrier();
+      writer.save(state.whole, rows, state.metadata, 0, 0);
+      for (int step = 0; step < 4; ++step) writer.send_piece();  // rank 0 takes, then drops, pieces
+      if (world.rank() == 0) {
+        CHECK_THROWS_WITH(writer.wait(), doctest::Contains("the checkpoint after epoch 1 was not saved"));
+        ::setrlimit(RLIMIT_FSIZE, &before);
+        std::signal(SIGXFSZ, SIG_DFL);
+      } else {
+        CHECK_NOTHROW(writer.wait());
+      }
+      world.barrier();
+      writer.save(state.whole, rows, state.metadata, 1, 0);
       CHECK_NOTHROW(writer.wait());
+    });
+    CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoint writer between steps: a run that ends before its rows are sent keeps the checkpoint before") {
+  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-given-up");
+  const RankedState state;
+  fs::create_directories(dir);
+  const std::string expected = state.expected_file(dir);
+  const fs::path run_dir = dir / "run";
+  ThreadWorld(3, false).run([&](Collective& world) {
+    const RunDirectory run(run_dir.string(), world.rank() == 0);
+    std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), 3);
+    {
+      CheckpointWriter writer(run, world, 64);
+      writer.save(state.whole, rows, state.metadata, 0, 0);
+      writer.wait();
     }
     world.barrier();
-    writer.save(state.whole, rows, state.metadata, 1, 0);
-    CHECK_NOTHROW(writer.wait());
+    for (auto& [name, block] : rows)
+      if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+    {
+      // The next save, a piece sent, and then an error ends the run: each rank's writer goes
+      // without a wait (on its own: the ranks no longer meet).
+      CheckpointWriter writer(run, world, 64);
+      writer.save(state.whole, rows, state.metadata, 1, 0);
+      writer.send_piece();
+    }
   });
   CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
+  CHECK(std::distance(fs::directory_iterator(run_dir / "checkpoints"), fs::directory_iterator()) == 1);
   fs::remove_all(dir);
 }

@@ -136,6 +136,14 @@ TEST_CASE("mcdl_train under mpirun: bad multi-process input ends every rank with
   CHECK(outcome.status != 0);
   CHECK(outcome.err.find("different program") != std::string::npos);
 
+  // MCDL_MPI_SIDE_CHANNEL with a bad value, or set on one rank only.
+  outcome = runs.start(mpirun(2) + "env MCDL_MPI_SIDE_CHANNEL=maybe ", args);
+  CHECK(outcome.status != 0);
+  CHECK(outcome.err.find("MCDL_MPI_SIDE_CHANNEL is 'maybe': expected on or off") != std::string::npos);
+  outcome = runs.start(mpirun(1), args + " : -np 1 env MCDL_MPI_SIDE_CHANNEL=off " + tool + " " + args);
+  CHECK(outcome.status != 0);
+  CHECK(outcome.err.find("MCDL_MPI_SIDE_CHANNEL alike on every rank") != std::string::npos);
+
   // The plugin missing.
   outcome = runs.start("env MCDL_MPI_PLUGIN=/nonexistent/libmcdl_mpi.so " + mpirun(2), args);
   CHECK(outcome.status != 0);
@@ -187,6 +195,21 @@ TEST_CASE("mcdl_train under mpirun: a run stopped on 2 processes resumes on 3, a
     REQUIRE_MESSAGE(outcome.status == 0, outcome.err);
     check_same_run(whole, parts);
   }
+}
+
+TEST_CASE("mcdl_train under mpirun without a side channel: the banks sent between steps, the same runs and resumes") {
+  const MpiRuns runs;
+  const std::string off = "env MCDL_MPI_SIDE_CHANNEL=off ";
+  const fs::path whole = runs.train("", "simgcd+mcdl", "whole");
+  const Outcome two = runs.start(mpirun(2) + off, train_arguments("simgcd+mcdl", runs.data, runs.scratch / "two"));
+  REQUIRE_MESSAGE(two.status == 0, two.err);
+  CHECK(two.err.find("go to rank 0 a piece after each training step") != std::string::npos);
+  check_same_run(whole, runs.scratch / "two");
+  // Stopped 3 steps into the second epoch, with the first epoch's banks partly sent; resumed on 3.
+  const fs::path parts = runs.train(mpirun(2) + off, "simgcd+mcdl", "parts", " --max-iters 12");
+  const Outcome resumed = runs.start(mpirun(3) + off, "--resume '" + parts.string() + "' --max-iters 0");
+  REQUIRE_MESSAGE(resumed.status == 0, resumed.err);
+  check_same_run(whole, parts);
 }
 
 TEST_CASE("mcdl_train under mpirun: a rank that dies ends the others, and the last checkpoint stays whole") {
