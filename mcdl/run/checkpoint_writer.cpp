@@ -1,7 +1,6 @@
 #include "mcdl/run/checkpoint_writer.h"
 
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <set>
 #include <utility>
@@ -75,13 +74,21 @@ bool CheckpointWriter::rows_to_send() const {
 }
 
 void CheckpointWriter::send_piece() {
-  while (!between_steps_.empty() && between_steps_.front().done()) between_steps_.pop_front();
-  if (between_steps_.empty()) return;
+  if (!rows_to_send()) return;
+  // Rank 0 says whether its writer has room for a piece: while the disk is slower than the steps,
+  // a step sends none rather than wait for it.
+  uint8_t room = world_.rank() == 0 ? pieces_->has_room() : 0;
+  world_.broadcast(&room, sizeof room, 0);
+  if (room) send_next_piece();
+}
+
+void CheckpointWriter::send_next_piece() {
+  while (between_steps_.front().done()) between_steps_.pop_front();
   between_steps_.front().send_next(world_, [this](const void* data, size_t bytes) { pieces_->push(data, bytes); });
 }
 
 void CheckpointWriter::wait() {
-  while (rows_to_send()) send_piece();
+  while (rows_to_send()) send_next_piece();  // every rank is here: the pieces go, at the disk's pace
   between_steps_.clear();
   if (writer_.joinable()) writer_.join();
   pieces_.reset();

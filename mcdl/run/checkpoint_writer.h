@@ -13,8 +13,8 @@
 //   training's collectives go on on the world;
 // - in a world without one (NCCL's, an MPI without full thread support), on the world itself, a
 //   piece per training step (send_piece, called by every rank between steps), the rest at the next
-//   wait. Rank 0's writer thread takes the pieces from a short queue; when the disk is slower than
-//   the steps, the step that hands it a piece waits.
+//   wait. Rank 0's writer thread takes the pieces from a short queue; while it is full (the disk
+//   slower than the steps), the steps send none.
 //
 // At most one write is in flight: a save waits for the one before, and an error of a write (a full
 // disk) is raised by the next save or wait, with RunDirectory's message naming the intact last
@@ -58,8 +58,9 @@ class CheckpointWriter {
   // names and shapes.
   void save(const std::map<std::string, Tensor>& tensors, const std::map<std::string, RowBlocks>& row_blocks,
             const std::map<std::string, std::string>& metadata, int64_t epoch, int64_t keep_every);
-  // Sends the next piece of rows still to go between steps, if any: one collective on the world,
-  // which every rank calls at the same place (after each training step). Nothing otherwise.
+  // Sends the next piece of rows still to go between steps, if any and if rank 0's writer has room
+  // for it (a broadcast of that, then a gather, on the world), which every rank calls at the same
+  // place (after each training step). Nothing otherwise.
   void send_piece();
   // Until the write in flight (if any) is on disk, or this rank's part of it sent; raises its error.
   // Every rank calls it at the same place: it sends the pieces still to go.
@@ -67,6 +68,7 @@ class CheckpointWriter {
 
  private:
   bool rows_to_send() const;
+  void send_next_piece();  // one gather on the world: the next piece of between_steps_
 
   const RunDirectory& run_;
   Collective& world_;

@@ -1,6 +1,6 @@
 // Pieces of a checkpoint handed from the training thread, which receives them from the other
-// ranks between steps, to the thread that writes the file. At most `capacity` pieces wait: when the
-// disk is slower than the steps, the training thread waits for it rather than holding more.
+// ranks between steps, to the thread that writes the file. At most `capacity` pieces wait, so rank 0
+// holds a few pieces of the other ranks' rows, never all of them.
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -26,6 +26,11 @@ class PieceQueue {
     const auto* begin = static_cast<const char*>(data);
     pieces_.emplace_back(begin, begin + bytes);
     changed_.notify_all();
+  }
+  // Whether a push would not wait (closed: it would drop its piece at once).
+  bool has_room() {
+    const std::lock_guard lock(mutex_);
+    return closed_ || pieces_.size() < capacity_;
   }
   // The oldest piece, waiting for one; throws once closed.
   std::vector<char> pop() {

@@ -19,6 +19,7 @@ std::string text(const std::vector<char>& piece) { return {piece.begin(), piece.
 
 TEST_CASE("piece queue: pieces come out in order; empty ones are not kept") {
   PieceQueue queue(3);
+  CHECK(queue.has_room());
   queue.push("ab", 2);
   queue.push("", 0);
   queue.push("cde", 3);
@@ -30,6 +31,7 @@ TEST_CASE("piece queue: a push waits while `capacity` pieces wait, until one is 
   PieceQueue queue(2);
   queue.push("a", 1);
   queue.push("b", 1);
+  CHECK_FALSE(queue.has_room());
   std::atomic<bool> pushed = false;
   std::thread third([&] {
     queue.push("c", 1);
@@ -63,7 +65,8 @@ TEST_CASE("piece queue: closed, a waiting pop throws and a waiting push returns,
     });
     queue.push("b", 1);  // returns once closed
     closer.join();
-    queue.push("c", 1);  // does not wait: dropped
+    CHECK(queue.has_room());  // a push would not wait
+    queue.push("c", 1);  // dropped
     CHECK_THROWS(queue.pop());
   }
 }
