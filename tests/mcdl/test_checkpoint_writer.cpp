@@ -1,7 +1,8 @@
 // The background checkpoint writer (mcdl/run/checkpoint_writer.h): the file holds the state as it was
 // when saved, whatever the tensors hold afterwards; it is the file a synchronous save writes; a
 // failed write is raised by the next wait or save with RunDirectory's message; and across ranks
-// (threads standing in for processes) rank 0 writes that same file from the rows each rank holds.
+// (threads standing in for processes; MPI's world with or without a side channel, NCCL's through
+// the emulated NCCL) rank 0 writes that same file from the rows each rank holds.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,7 +13,9 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <thread>
 
+#include "engine/nccl_world.h"
 #include "engine/ops.h"
 #include "engine/shards.h"
 #include "io/safetensors.h"
@@ -293,5 +296,33 @@ TEST_CASE("checkpoint writer between steps: a run that ends before its rows are 
   });
   CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
   CHECK(std::distance(fs::directory_iterator(run_dir / "checkpoints"), fs::directory_iterator()) == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoint writer in the NCCL world (emulated NCCL, ranks as threads): the banks sent between steps") {
+  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-nccl");
+  const RankedState state;
+  fs::create_directories(dir);
+  const std::string expected = state.expected_file(dir);
+  const fs::path run_dir = dir / "run";
+  ::setenv("NCCL_COMM_ID", "127.0.0.1:29613", 1);
+  const int ranks = 3;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      const std::unique_ptr<Collective> world = nccl_world(r, ranks);
+      CHECK(world->side_channel() == nullptr);
+      const RunDirectory run(run_dir.string(), r == 0);
+      CheckpointWriter writer(run, *world, 300);  // 7 pieces
+      std::map<std::string, RowBlocks> rows = state.blocks_of(r, ranks);
+      writer.save(state.whole, rows, state.metadata, 1, 0);
+      for (auto& [name, block] : rows)
+        if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+      for (int step = 0; step < 4; ++step) writer.send_piece();
+      writer.wait();
+    });
+  for (auto& t : threads) t.join();
+  ::unsetenv("NCCL_COMM_ID");
+  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
   fs::remove_all(dir);
 }
