@@ -41,7 +41,8 @@ class Collective {
   [[noreturn]] virtual void abort(int code) = 0;
   // A second world of the same ranks, whose calls may run on another thread while this one's run
   // (a checkpoint's rows sent to rank 0 in the background while the next epoch trains), or null
-  // where the transport has none (one process, NCCL, an MPI without full thread support).
+  // where the transport has none (one process, NCCL, an MPI without full thread support or with
+  // MCDL_MPI_SIDE_CHANNEL=off).
   virtual Collective* side_channel() { return nullptr; }
 
   // The device transport between these ranks, or null (device data then travels through host
