@@ -174,7 +174,7 @@ Run::Run(const TrainConfig& config, bool resume)
                    "note: each checkpoint's memory banks go to rank 0 a piece after each training step that follows "
                    "it, as these processes have no side channel for them (%s)\n",
                    world_.transport() == "MPI" ? "MPI without full thread support, or MCDL_MPI_SIDE_CHANNEL=off"
-                                               : "NCCL alone");
+                                               : "started without MPI, NCCL carries everything");
   }
   if (resume_) load_checkpoint();
 }
