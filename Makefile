@@ -121,6 +121,7 @@ test-asan:
 	  MCDL_TOOL_DIR=$(CURDIR)/$(ASAN_BUILD)/bin ./$(ASAN_BUILD)/mcdl_tests --test-suite-exclude=slow $(TEST_ARGS)
 
 test-slow: $(TESTS)
+	@tools/install_deps.sh --quiet --slow
 	./$(TESTS) --test-suite=slow $(TEST_ARGS)
 
 test-gpu: $(GPU_TESTS)

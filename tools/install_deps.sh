@@ -1,14 +1,23 @@
 #!/bin/sh
 # Installs the Debian packages the build, the tests and the demo need (the demo and some tests
 # read Fashion-MNIST from the dataset-fashion-mnist package; the multi-process tests OpenMPI;
-# `make fuzz` needs clang and its libFuzzer runtime), only those whose files are missing.
-# Usage: tools/install_deps.sh [--quiet]
+# `make fuzz` needs clang and its libFuzzer runtime), only those whose files are missing; with
+# --slow also Chromium, which `make test-slow` renders the report page in.
+# Usage: tools/install_deps.sh [--quiet] [--slow]
 set -eu
-quiet=${1:-}
+quiet=""
+slow=""
+for option in "$@"; do
+  case $option in
+    --quiet) quiet=--quiet ;;
+    --slow) slow="chromium:/usr/bin/chromium" ;;
+    *) echo "usage: tools/install_deps.sh [--quiet] [--slow]" >&2; exit 2 ;;
+  esac
+done
 
 # package : a file that proves it is installed
 missing=""
-for pair in \
+for pair in $slow \
   libopenblas-openmp-dev:/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
   libdnnl-dev:/usr/include/oneapi/dnnl/dnnl.hpp \
   doctest-dev:/usr/include/doctest/doctest.h \
