@@ -41,9 +41,7 @@ void take_pieces(PieceQueue& queue, size_t bytes, const std::function<void(const
 }
 
 size_t whole_bytes(const RowBlocks& rows) {
-  size_t bytes = dtype_size(rows.own.dtype());
-  for (int64_t extent : rows.shape()) bytes *= static_cast<size_t>(extent);
-  return bytes;
+  return static_cast<size_t>(shape_numel(rows.shape())) * dtype_size(rows.own.dtype());
 }
 
 }  // namespace
