@@ -140,6 +140,25 @@ struct RankedState {
     save_safetensors(path.string(), all, metadata);
     return testing::read_text(path);
   }
+  // What the steps after a save do to a rank's blocks: every byte changed, in place.
+  static void overwrite(std::map<std::string, RowBlocks>& rows) {
+    for (auto& [name, block] : rows)
+      if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+  }
+};
+
+// A test's scratch directory (removed at the end), the state, the file one process writes of it
+// and the run directory the ranks write into.
+struct RankedFiles {
+  explicit RankedFiles(const std::string& name) : dir(fresh_directory(name)) {
+    fs::create_directories(dir);
+    expected = state.expected_file(dir);
+  }
+  ~RankedFiles() { fs::remove_all(dir); }
+  fs::path dir;
+  RankedState state;
+  std::string expected;
+  fs::path run_dir = dir / "run";
 };
 
 // A rank's world that counts the gathers made on it (how the writer sends rows without a side
@@ -175,17 +194,15 @@ class CountedGathers final : public Collective {
 }  // namespace
 
 TEST_CASE("checkpoint writer across ranks: rank 0 writes the file one process writes, the banks' rows sent to it") {
-  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-ranks");
-  const RankedState state;
-  fs::create_directories(dir);
-  const std::string expected = state.expected_file(dir);
+  const RankedFiles files("mcdl-checkpoint-writer-ranks");
+  const RankedState& state = files.state;
   for (const bool side_channel : {true, false}) {
     for (const int ranks : {2, 3, 12}) {  // 12: more ranks than rows, the last blocks empty
       // Pieces of whole tensors, and of a row or two (b.probs' rows are 128 bytes).
       const size_t piece_bytes = ranks == 3 ? 300 : size_t(1) << 28;
       CAPTURE(side_channel);
       CAPTURE(ranks);
-      const fs::path run_dir = dir / ("run-" + std::to_string(ranks) + (side_channel ? "-side" : ""));
+      const fs::path run_dir = files.dir / ("run-" + std::to_string(ranks) + (side_channel ? "-side" : ""));
       ThreadWorld(ranks, side_channel).run([&](Collective& rank_world) {
         CountedGathers world(rank_world);
         const RunDirectory run(run_dir.string(), world.rank() == 0);
@@ -194,8 +211,7 @@ TEST_CASE("checkpoint writer across ranks: rank 0 writes the file one process wr
         writer.save(state.whole, rows, state.metadata, 1, 2);
         // The next epoch: its steps change the bank in place and exchange on the world while the
         // rows go to rank 0 (on the side channel, or a piece after each step).
-        for (auto& [name, block] : rows)
-          if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+        RankedState::overwrite(rows);
         std::vector<int64_t> ranks_seen(static_cast<size_t>(ranks));
         const int64_t me = world.rank();
         const int steps = 3;
@@ -218,24 +234,21 @@ TEST_CASE("checkpoint writer across ranks: rank 0 writes the file one process wr
           CHECK(pieces == (ranks == 3 ? 7 : 3));
         }
       });
-      CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
-      CHECK(testing::read_text(run_dir / "checkpoints/epoch_2.safetensors") == expected);
+      CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == files.expected);
+      CHECK(testing::read_text(run_dir / "checkpoints/epoch_2.safetensors") == files.expected);
     }
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoint writer across ranks: a write that fails on rank 0 still takes every rank's rows, and the next save works") {
-  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-ranks-fail");
-  const RankedState state;
-  fs::create_directories(dir);
-  const std::string expected = state.expected_file(dir);
-  const fs::path run_dir = dir / "run";
+  const RankedFiles files("mcdl-checkpoint-writer-ranks-fail");
+  const RankedState& state = files.state;
+  const fs::path& run_dir = files.run_dir;
   // A full disk, stood in for by a file size limit: the write fails inside the second streamed
   // tensor (b.probs, 1,152 bytes after a.model's 24 and b.filled's 72), sent a row (128 bytes) at a
   // time, with more of its rows and d.classes still to come.
   uint64_t header_bytes = 0;
-  std::memcpy(&header_bytes, expected.data(), sizeof header_bytes);
+  std::memcpy(&header_bytes, files.expected.data(), sizeof header_bytes);
   const rlimit limit{static_cast<rlim_t>(8 + header_bytes + 24 + 72 + 500), RLIM_INFINITY};
   for (const bool side_channel : {true, false}) {
     CAPTURE(side_channel);
@@ -264,17 +277,14 @@ TEST_CASE("checkpoint writer across ranks: a write that fails on rank 0 still ta
       writer.save(state.whole, rows, state.metadata, 1, 0);
       CHECK_NOTHROW(writer.wait());
     });
-    CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
+    CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == files.expected);
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoint writer between steps: a run that ends before its rows are sent keeps the checkpoint before") {
-  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-given-up");
-  const RankedState state;
-  fs::create_directories(dir);
-  const std::string expected = state.expected_file(dir);
-  const fs::path run_dir = dir / "run";
+  const RankedFiles files("mcdl-checkpoint-writer-given-up");
+  const RankedState& state = files.state;
+  const fs::path& run_dir = files.run_dir;
   ThreadWorld(3, false).run([&](Collective& world) {
     const RunDirectory run(run_dir.string(), world.rank() == 0);
     std::map<std::string, RowBlocks> rows = state.blocks_of(world.rank(), 3);
@@ -284,8 +294,7 @@ TEST_CASE("checkpoint writer between steps: a run that ends before its rows are 
       writer.wait();
     }
     world.barrier();
-    for (auto& [name, block] : rows)
-      if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+    RankedState::overwrite(rows);
     {
       // The next save, a piece sent, and then an error ends the run: each rank's writer goes
       // without a wait (on its own: the ranks no longer meet).
@@ -294,17 +303,14 @@ TEST_CASE("checkpoint writer between steps: a run that ends before its rows are 
       writer.send_piece();
     }
   });
-  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
+  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == files.expected);
   CHECK(std::distance(fs::directory_iterator(run_dir / "checkpoints"), fs::directory_iterator()) == 1);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoint writer in the NCCL world (emulated NCCL, ranks as threads): the banks sent between steps") {
-  const fs::path dir = fresh_directory("mcdl-checkpoint-writer-nccl");
-  const RankedState state;
-  fs::create_directories(dir);
-  const std::string expected = state.expected_file(dir);
-  const fs::path run_dir = dir / "run";
+  const RankedFiles files("mcdl-checkpoint-writer-nccl");
+  const RankedState& state = files.state;
+  const fs::path& run_dir = files.run_dir;
   ::setenv("NCCL_COMM_ID", "127.0.0.1:29613", 1);
   const int ranks = 3;
   std::vector<std::thread> threads;
@@ -316,13 +322,11 @@ TEST_CASE("checkpoint writer in the NCCL world (emulated NCCL, ranks as threads)
       CheckpointWriter writer(run, *world, 300);  // 7 pieces
       std::map<std::string, RowBlocks> rows = state.blocks_of(r, ranks);
       writer.save(state.whole, rows, state.metadata, 1, 0);
-      for (auto& [name, block] : rows)
-        if (block.own.numel() > 0) std::memset(block.own.raw_data(), 0xff, block.own.nbytes());
+      RankedState::overwrite(rows);
       for (int step = 0; step < 4; ++step) writer.send_piece();
       writer.wait();
     });
   for (auto& t : threads) t.join();
   ::unsetenv("NCCL_COMM_ID");
-  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == expected);
-  fs::remove_all(dir);
+  CHECK(testing::read_text(run_dir / "checkpoints/last.safetensors") == files.expected);
 }
