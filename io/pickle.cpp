@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "engine/error.h"
+#include "io/hex_bytes.h"
 
 namespace mcdl {
 
@@ -784,14 +785,10 @@ class PickleMachine {
         break;
       }
       default:
-        bad("opcode 0x", hex(op), " is not supported by this reader");
+        bad("opcode 0x", hex_bytes({&op, 1}), " is not supported by this reader");
     }
   }
 
-  static std::string hex(uint8_t v) {
-    const char* digits = "0123456789abcdef";
-    return {digits[v >> 4], digits[v & 15]};
-  }
 };
 
 UnpickledPrefix unpickle_prefix(std::span<const uint8_t> bytes, const PickleOptions& options) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/hex_bytes.h"
 #include "io/pickle.h"
 #include "io/raw_tensor.h"
 #include "io/zip_archive.h"
@@ -133,16 +134,7 @@ class CheckpointReader {
     fail("torch checkpoint: ", what_, ": ", parts...);
   }
 
-  std::string first_bytes() const {
-    std::string hex;
-    const char* digits = "0123456789abcdef";
-    for (size_t i = 0; i < std::min<size_t>(bytes_.size(), 8); ++i) {
-      hex += (i ? " " : "");
-      hex += digits[bytes_[i] >> 4];
-      hex += digits[bytes_[i] & 15];
-    }
-    return hex.empty() ? "empty" : hex;
-  }
+  std::string first_bytes() const { return bytes_.empty() ? "empty" : hex_bytes(bytes_); }
 
   PickleOptions options(const std::string& stream, bool legacy) {
     PickleOptions o;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/ops/shape.h"
+#include "io/hex_bytes.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
 #include "layers/vision_transformer.h"
@@ -163,7 +164,7 @@ std::string tensor_desc(const Tensor& t) { return std::string(dtype_name(t.dtype
 }  // namespace
 
 CheckpointTensors read_checkpoint_tensors(const std::string& path) {
-  uint8_t head[8] = {};
+  uint8_t head[9] = {};
   ssize_t got = 0;
   {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -171,8 +172,17 @@ CheckpointTensors read_checkpoint_tensors(const std::string& path) {
     got = ::read(fd, head, sizeof head);
     ::close(fd);
   }
+  check(got >= 0, "dino checkpoint: ", path, ": cannot read: ", std::strerror(errno));
+  if (got == 0) bad(path, ": the file is empty; expected a PyTorch checkpoint (.pth) or a safetensors file");
+  const std::span<const uint8_t> start(head, static_cast<size_t>(got));
+  // A safetensors file starts with its header's length (8 bytes) and then the JSON header's '{'.
+  const bool safetensors = got == sizeof head && head[8] == '{';
+  if (!looks_like_torch_checkpoint(start) && !safetensors) {
+    bad(path, ": neither a PyTorch checkpoint (torch.save's zip or legacy format) nor a safetensors file (it starts ",
+        hex_bytes(start), "); expected e.g. DINO's dino_vitbase16_pretrain.pth or a Hugging Face model.safetensors");
+  }
   CheckpointTensors result;
-  if (got > 0 && looks_like_torch_checkpoint(std::span<const uint8_t>(head, static_cast<size_t>(got)))) {
+  if (looks_like_torch_checkpoint(start)) {
     TorchCheckpoint checkpoint = load_torch_checkpoint(path);
     result.tensors = std::move(checkpoint.tensors);
     result.format = checkpoint.format;

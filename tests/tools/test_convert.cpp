@@ -268,6 +268,15 @@ TEST_CASE("torch checkpoint: malformed files give one clear error each") {
                                        ": byte 2: global 'os.system' is not allowed")
                                           .c_str()));
 
+  CHECK_THROWS_WITH(read_checkpoint_tensors(bad_file("notes.txt", "root:x:0:0:root:/root:/bin/bash\n")),
+                    doctest::Contains("notes.txt: neither a PyTorch checkpoint (torch.save's zip or legacy format) "
+                                      "nor a safetensors file (it starts 72 6f 6f 74 3a 78 3a 30)"));
+  CHECK_THROWS_WITH(read_checkpoint_tensors(bad_file("tiny.bin", "ab")),
+                    doctest::Contains("nor a safetensors file (it starts 61 62)"));
+  CHECK_THROWS_WITH(read_checkpoint_tensors(bad_file("empty.pth", "")),
+                    doctest::Contains("empty.pth: the file is empty; expected a PyTorch checkpoint (.pth) or a "
+                                      "safetensors file"));
+
   const std::string header("\xe8\x03\0\0\0\0\0\0{}", 10);  // a 1000-byte safetensors header in a 10-byte file
   CHECK_THROWS_WITH(read_checkpoint_tensors(bad_file("overrun.safetensors", header)),
                     doctest::Contains("header length 1000 is larger than the file (10 bytes)"));
@@ -357,4 +366,9 @@ TEST_CASE("mcdl_convert: the binary's summary, messages and exit codes") {
   CHECK(std::count(message.begin(), message.end(), '\n') == 1);
   CHECK(run(convert + " " + dir.file("absent.pth") + " -o " + converted + redirect) == 1);
   CHECK(read_binary_file(err).find("cannot open") != std::string::npos);
+  write_binary_file(dir.file("readme.txt"), "This is not a checkpoint.\n");
+  CHECK(run(convert + " " + dir.file("readme.txt") + " -o " + converted + redirect) == 1);
+  const std::string not_a_checkpoint = read_binary_file(err);
+  CHECK(not_a_checkpoint.find("readme.txt: neither a PyTorch checkpoint") != std::string::npos);
+  CHECK(std::count(not_a_checkpoint.begin(), not_a_checkpoint.end(), '\n') == 1);
 }
