@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/tensor.h"
+#include "io/safetensors.h"
 #include "layers/vision_transformer.h"
 #include "layers/vit_config.h"
 
@@ -16,6 +17,9 @@ struct BackboneFile {
   std::map<std::string, Tensor> tensors;  // DINO names, CPU
 };
 
+// The weights file's tensors and metadata, with the errors a user meets first said plainly: a
+// missing file, or a PyTorch checkpoint given where its conversion belongs.
+SafetensorsFile read_weights_safetensors(const std::string& path);
 // Reads and checks the file; a missing or malformed "config" entry is an error that says how
 // to produce a valid file (mcdl_convert).
 BackboneFile load_backbone_file(const std::string& path);

@@ -116,10 +116,10 @@ VisionTransformer load_backbone_weights(const std::string& path, const std::stri
     return backbone;
   }
   const ModelConfig config = parse_model_config(config_spec);
-  check(fs::exists(path), "weights file ", path, " does not exist");
+  const SafetensorsFile file = read_weights_safetensors(path);
   VisionTransformer backbone(config.backbone);
   try {
-    backbone.load_parameters(load_safetensors(path).tensors);
+    backbone.load_parameters(file.tensors);
   } catch (const Error& e) {
     fail("weights file ", path, " does not fit --config ", config_spec, ": ", e.what());
   }

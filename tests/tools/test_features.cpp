@@ -295,6 +295,15 @@ TEST_CASE("features: backbones from a weights file, --config, and a training che
   CHECK_THROWS_WITH(load_backbone_weights(scratch.file("bare.safetensors"), "img=16,patch=4,dim=8,depth=3,heads=2"),
                     contains("weights file " + scratch.file("bare.safetensors") + " does not fit --config"));
 
+  // An unconverted PyTorch checkpoint, with or without --config, names the conversion to run.
+  const std::string pth =
+      (std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/checkpoints/vit_fixture.pth").string();
+  for (const std::string spec : {"", kSpec}) {
+    CHECK_THROWS_WITH(load_backbone_weights(pth, spec),
+                      contains("weights file " + pth + " is a PyTorch checkpoint (torch.save's format); the engine "
+                               "reads its own safetensors weights: convert it first with ./mcdl_convert " + pth));
+  }
+
   // A training checkpoint: "model.<name>" for backbone and head, plus other state.
   ModelConfig config = parse_model_config(std::string(kSpec) + ",classes=3,head_hidden=8,head_bottleneck=4");
   SimGCDModel model(config);
