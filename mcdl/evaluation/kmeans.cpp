@@ -6,186 +6,20 @@
 #include <memory>
 #include <numeric>
 
-#include "engine/all_gather.h"
-#include "engine/autograd.h"
 #include "engine/ops/indexing.h"
-#include "engine/ops/linalg.h"
-#include "engine/ops/reduce.h"
-#include "engine/ops/shape.h"
 #include "engine/parallel.h"
 #include "engine/random.h"
-#include "engine/shards.h"
+#include "mcdl/evaluation/kmeans_points.h"
 
 namespace mcdl {
 namespace {
 
+using kmeans_detail::Centres;
+using kmeans_detail::Points;
+using kmeans_detail::share_sizes;
+using kmeans_detail::Split;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// How one restart's work is split over the ranks of a world: each rank computes its share of
-// the points or dimensions, and the shares are exchanged so that every rank holds the whole.
-// Without a world (or with one rank) this process does it all.
-class Split {
- public:
-  explicit Split(Collective* world = nullptr) : world_(world && world->size() > 1 ? world : nullptr) {}
-  bool split() const { return world_ != nullptr; }
-  // Each rank's contiguous share of `count` items, and this rank's of those.
-  std::vector<std::pair<int64_t, int64_t>> shares(int64_t count) const {
-    return Shards::ranges(count, split() ? world_->size() : 1);
-  }
-  std::pair<int64_t, int64_t> own(const std::vector<std::pair<int64_t, int64_t>>& shares) const {
-    return shares[split() ? static_cast<size_t>(world_->rank()) : 0];
-  }
-  // Every rank's `own` values (count[r] from rank r) in rank order.
-  template <class T>
-  std::vector<T> gathered(const std::vector<T>& own, const std::vector<int64_t>& count) const {
-    return split() ? all_gather_values(*world_, own, count) : own;
-  }
-
- private:
-  Collective* world_;
-};
-
-// The values per rank of contiguous shares.
-std::vector<int64_t> share_sizes(const std::vector<std::pair<int64_t, int64_t>>& shares, int64_t per_item = 1) {
-  std::vector<int64_t> sizes;
-  for (const auto& [begin, end] : shares) sizes.push_back((end - begin) * per_item);
-  return sizes;
-}
-
-// Centres on the host: k rows of D doubles.
-struct Centres {
-  int64_t k = 0, dim = 0;
-  std::vector<double> values;
-  const double* row(int64_t c) const { return values.data() + c * dim; }
-  double* row(int64_t c) { return values.data() + c * dim; }
-};
-
-// The points being clustered: on their own device for the GEMM, and on the host.
-class Points {
- public:
-  // rows_per_product: the rows of each distance product (0: block_rows' rule).
-  explicit Points(const Tensor& features, int64_t rows_per_product = 0)
-      : device_(features.device()), rows_per_product_(rows_per_product) {
-    dev_ = features.dtype() == DType::f32 ? features : features.to(DType::f32);
-    host_ = dev_.to(Device::cpu());
-    host_data_ = host_.data<float>();
-    n_ = dev_.size(0);
-    dim_ = dev_.size(1);
-    const float* x = host_data_;
-    norms_.resize(static_cast<size_t>(n_));
-    parallel_rows(n_, dim_, [&](int64_t i) {
-      double s = 0.0;
-      for (int64_t d = 0; d < dim_; ++d) s += static_cast<double>(x[i * dim_ + d]) * x[i * dim_ + d];
-      norms_[i] = s;
-    });
-    norms_dev_ = from_vector(norms_, {n_}, device_);
-  }
-
-  int64_t size() const { return n_; }
-  int64_t dim() const { return dim_; }
-  Device device() const { return device_; }
-  const float* row(int64_t i) const { return host_data_ + i * dim_; }
-
-  // The rows of one distance product for m centres: by default enough to keep the [rows, m]
-  // product near 4 M values whatever N is. The products' rows are cut the same way however the
-  // work is split, so every row's distances have the same bits.
-  int64_t block_rows(int64_t m) const {
-    if (rows_per_product_ > 0) return rows_per_product_;
-    return std::max<int64_t>(256, (int64_t{1} << 22) / std::max<int64_t>(m, 1));
-  }
-
-  // For every point, the squared distances to the m rows of `centres` (row-major [n, m]),
-  // by ‖x‖² − 2·x·c + ‖c‖² with x·cᵀ from matmul on the points' device, clamped at 0.
-  void squared_distances(const Centres& centres, std::vector<double>& out) const {
-    const int64_t m = centres.k;
-    std::vector<float> transposed(static_cast<size_t>(dim_ * m));
-    std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
-    transpose_centres(centres, transposed, c_norms);
-    const Tensor ct = from_vector(transposed, {dim_, m}, device_);
-    out.resize(static_cast<size_t>(n_ * m));
-    const int64_t block = block_rows(m);
-    NoGradGuard no_grad;
-    for (int64_t start = 0; start < n_; start += block) {
-      const int64_t end = std::min(n_, start + block);
-      const Tensor products = matmul(slice(dev_, 0, start, end), ct).to(Device::cpu());
-      const float* p = products.data<float>();
-      parallel_rows(end - start, m, [&](int64_t r) {
-        const int64_t i = start + r;
-        for (int64_t c = 0; c < m; ++c)
-          out[i * m + c] = std::max(0.0, norms_[i] - 2.0 * p[r * m + c] + c_norms[c]);
-      });
-    }
-  }
-
-  // The nearest centre of each point (the lowest index on a tie): the distances of
-  // squared_distances, compared where the products are (nearest_from_products), so only the
-  // indices leave a GPU. Split, each rank computes those of its share of the products' blocks.
-  std::vector<int64_t> nearest(const Centres& centres, const Split& split = Split()) const {
-    const int64_t m = centres.k, block = block_rows(m);
-    std::vector<std::pair<int64_t, int64_t>> rows = split.shares((n_ + block - 1) / block);  // in blocks
-    for (auto& [begin, end] : rows) begin = std::min(n_, begin * block), end = std::min(n_, end * block);
-    const auto [first, last] = split.own(rows);
-    std::vector<float> transposed(static_cast<size_t>(dim_ * m));
-    std::vector<double> c_norms(static_cast<size_t>(m), 0.0);
-    transpose_centres(centres, transposed, c_norms);
-    const Tensor ct = from_vector(transposed, {dim_, m}, device_), cn = from_vector(c_norms, {m}, device_);
-    // The blocks' indices stay where they are made and are read once, so a GPU never waits for
-    // the host between blocks.
-    std::vector<Tensor> blocks;
-    NoGradGuard no_grad;
-    for (int64_t start = first; start < last; start += block) {
-      const int64_t stop = std::min(last, start + block);
-      blocks.push_back(nearest_from_products(matmul(slice(dev_, 0, start, stop), ct),
-                                             slice(norms_dev_, 0, start, stop), cn));
-    }
-    const std::vector<int64_t> labels =
-        blocks.empty() ? std::vector<int64_t>() : concat(blocks, 0).to_vector<int64_t>();
-    return split.gathered(labels, share_sizes(rows));
-  }
-
-  // Exact ‖x_i − c_{labels[i]}‖² in double for the points [first, last), each sum in element order
-  // (assigned_squared_distances, on the points' device).
-  std::vector<double> assigned_distances(const std::vector<int64_t>& labels, const Centres& centres, int64_t first,
-                                         int64_t last) const {
-    NoGradGuard no_grad;
-    const std::vector<int64_t> own(labels.begin() + first, labels.begin() + last);
-    return assigned_squared_distances(slice(dev_, 0, first, last), from_vector(own, {last - first}, device_),
-                                      from_vector(centres.values, {centres.k, dim_}, device_))
-        .to_vector<double>();
-  }
-
-  // Each cluster's sum in double of its members' columns [first, last), the members added in the
-  // order listed (cluster c's: members[offsets[c] .. offsets[c + 1])), on the points' device:
-  // [k, last − first] row-major.
-  std::vector<double> cluster_sums(const std::vector<int64_t>& members, const std::vector<int64_t>& offsets,
-                                   int64_t first, int64_t last) const {
-    NoGradGuard no_grad;
-    const auto size = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
-    return mcdl::cluster_sums(dev_, from_vector(members, {size(members)}, device_),
-                              from_vector(offsets, {size(offsets)}, device_), first, last)
-        .to_vector<double>();
-  }
-
- private:
-  // The centres as f32 [dim, m] (what the products take) and their squared norms in double.
-  void transpose_centres(const Centres& centres, std::vector<float>& transposed, std::vector<double>& norms) const {
-    const int64_t m = centres.k;
-    for (int64_t c = 0; c < m; ++c)
-      for (int64_t d = 0; d < dim_; ++d) {
-        const float v = static_cast<float>(centres.row(c)[d]);
-        transposed[d * m + c] = v;
-        norms[c] += static_cast<double>(v) * v;
-      }
-  }
-
-  Device device_;
-  Tensor dev_, host_;
-  Tensor norms_dev_;  // norms_ on the points' device
-  const float* host_data_ = nullptr;  // host_'s values (data<T>() checks on every call)
-  int64_t n_ = 0, dim_ = 0;
-  int64_t rows_per_product_;
-  std::vector<double> norms_;
-};
 
 // Exact ‖x_i − c_{labels[i]}‖² in double for every point, each sum in element order (the same
 // bits on either device). Split, each rank computes those of its share of the points.
