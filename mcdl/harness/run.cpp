@@ -371,6 +371,8 @@ void Run::load_checkpoint() {
 
 TrainConfig resume_config(const std::string& run_dir) {
   const std::string saved = (std::filesystem::path(run_dir) / "config.json").string();
+  check(std::filesystem::is_directory(run_dir), "--resume ", run_dir,
+        ": no such directory (give the --out directory of the run to continue)");
   check(std::filesystem::exists(saved), "--resume ", run_dir, ": no config.json there (is it a run directory?)");
   TrainConfig config = config_from_json_file(saved);
   config.out = run_dir;

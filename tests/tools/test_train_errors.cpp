@@ -85,7 +85,8 @@ TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit")
        {"--gpu-collectives nccl", "--device cuda"}},
       {"unknown dataset", "imagenet21k" + small, {"imagenet21k", "expected one of"}},
       {"resume of a run by another version", "--resume " + (scratch / "future").string(), {"warp-drive"}},
-      {"resume of no run", "--resume " + (scratch / "nothing").string(), {"config.json"}},
+      {"resume of no directory", "--resume " + (scratch / "nothing").string(), {"nothing: no such directory"}},
+      {"resume of a folder that is no run", "--resume " + good.string(), {"no config.json there"}},
   };
   int index = 0;
   for (const Row& row : rows) {
