@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -26,28 +27,55 @@ inline uint8_t pil_luma(uint8_t r, uint8_t g, uint8_t b) {
   return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
 }
 
-// stb_image's PNM header reader accumulates digits in an int without an overflow check (signed
-// overflow, undefined behaviour) for numbers of 10 digits or more; no valid header has one (stb
-// refuses sides above 2^24, 8 digits). Refuses such a header before stb reads it, walking it as
-// stb does: "P5"/"P6", then width, height and maximum value, separated by whitespace and
-// '#' comments.
-void check_pnm_header(std::span<const uint8_t> bytes, const std::string& what) {
+void check_pixels(int64_t width, int64_t height, const std::string& what) {
+  check(width * height <= kMaxImagePixels, "decode_image: '", what, "' is ", width, " x ", height,
+        " pixels, more than the limit of ", kMaxImagePixels, " (8192 x 8192)");
+}
+
+// Two faults of stb_image's binary PNM reader (P5, P6), refused before stb reads the file:
+// - it accumulates a header number's digits in an int without an overflow check (signed
+//   overflow, undefined behaviour) for numbers of 10 digits or more; no valid header has one
+//   (stb refuses sides above 2^24, 8 digits);
+// - it ignores whether the file holds all the pixels its header declares (stbi__getn's result),
+//   so a truncated file decodes, the missing pixels left as uninitialised memory.
+// The header is walked byte by byte as stb walks it: "P5"/"P6", then width, height and maximum
+// value, separated by whitespace and '#' comments; a number ends at the first byte that is not
+// a digit, which is consumed, so the pixels start right after the one byte that ends the maximum
+// value. Returns without a word where stb would refuse the header itself.
+void check_pnm_file(std::span<const uint8_t> bytes, const std::string& what) {
   if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return;
+  size_t at = 2;  // the next byte stb would read
+  const auto end = [&] { return at >= bytes.size(); };
+  const auto next = [&]() -> uint8_t { return end() ? 0 : bytes[at++]; };  // stbi__get8: 0 past the end
   const auto space = [](uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
-  size_t at = 2;
-  for (int number = 0; number < 3; ++number) {
-    while (at < bytes.size() && (space(bytes[at]) || bytes[at] == '#')) {
-      if (bytes[at] == '#') {
-        while (at < bytes.size() && bytes[at] != '\n' && bytes[at] != '\r') ++at;
-      } else {
-        ++at;
-      }
+  uint8_t c = next();
+  const auto skip = [&] {
+    for (;;) {
+      while (!end() && space(c)) c = next();
+      if (end() || c != '#') return;
+      while (!end() && c != '\n' && c != '\r') c = next();
     }
-    size_t digits = 0;
-    while (at < bytes.size() && bytes[at] >= '0' && bytes[at] <= '9') ++digits, ++at;
+  };
+  const auto number = [&] {
+    int64_t value = 0, digits = 0;
+    for (; !end() && c >= '0' && c <= '9'; c = next())
+      if (++digits <= 8) value = value * 10 + (c - '0');
     check(digits <= 8, "decode_image: cannot decode '", what, "': a PNM header number of ", digits,
           " digits (corrupt file)");
-  }
+    return value;
+  };
+  skip();
+  const int64_t width = number();
+  skip();
+  const int64_t height = number();
+  skip();
+  const int64_t max_value = number();
+  if (max_value > 65535) return;
+  check_pixels(width, height, what);
+  const int64_t needed = width * height * (bytes[1] == '6' ? 3 : 1) * (max_value > 255 ? 2 : 1);
+  const int64_t present = static_cast<int64_t>(bytes.size() - std::min(at, bytes.size()));
+  check(present >= needed, "decode_image: cannot decode '", what, "': the PNM file is truncated: its ", width, " x ",
+        height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
 }
 
 // stb_image's JPEG reader builds each Huffman table into a 257-entry array before checking
@@ -90,11 +118,6 @@ void check_channels(int64_t channels, const std::string& what) {
   check(channels == 3 || channels == 1, "decode_image: channels must be 3 or 1, got ", channels, " for '", what, "'");
 }
 
-void check_pixels(int width, int height, const std::string& what) {
-  check(static_cast<int64_t>(width) * height <= kMaxImagePixels, "decode_image: '", what, "' is ", width, " x ", height,
-        " pixels, more than the limit of ", kMaxImagePixels, " (8192 x 8192)");
-}
-
 }  // namespace
 
 Image decode_image(const std::string& path, int64_t channels) {
@@ -111,7 +134,7 @@ Image decode_image(const std::string& path, int64_t channels) {
 Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path, int64_t channels) {
   check_channels(channels, path);
   check(bytes.size() <= static_cast<size_t>(INT32_MAX), "decode_image: '", path, "' is larger than 2 GiB");
-  check_pnm_header(bytes, path);
+  check_pnm_file(bytes, path);
   check_jpeg_huffman_tables(bytes, path);
   const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, file_channels = 0;
@@ -122,6 +145,8 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
       stbi_load_from_memory(bytes.data(), size, &width, &height, &file_channels, 0));
   if (!data) fail("decode_image: cannot decode '", path, "': ", stbi_failure_reason());
   check_pixels(width, height, path);
+  check(width > 0 && height > 0, "decode_image: cannot decode '", path, "': it is ", width, " x ", height,
+        " pixels, an empty image (corrupt file)");
 
   Image image(height, width, channels);
   const int64_t pixels = static_cast<int64_t>(height) * width;

@@ -90,6 +90,32 @@ TEST_CASE("decode_image: a PNM header number stb would overflow on, and the pixe
   CHECK(image.pixels == std::vector<uint8_t>{0x10, 0x20});
 }
 
+TEST_CASE("decode_image: a binary PNM file shorter than its header declares is refused, not half decoded") {
+  // stb_image reads a PNM's pixels without checking that the file holds them: the missing ones
+  // were left as uninitialised memory, silently.
+  const auto decode = [](const std::string& bytes) {
+    return mcdl::decode_image_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, "x.pnm", 1);
+  };
+  CHECK_THROWS_WITH_AS(decode("P5\n4 4\n255\n01234567"),
+                       doctest::Contains("'x.pnm': the PNM file is truncated: its 4 x 4 pixels need 16 bytes, it "
+                                         "holds 8 after the header"),
+                       mcdl::Error);
+  // Exactly enough bytes decode, one fewer does not: P6 (3 bytes a pixel), 16-bit samples (2 each).
+  const std::string rgb16 = "P6 2 1 65535\n" + std::string(12, '\x7f');
+  CHECK(decode(rgb16).pixels.size() == 2);
+  CHECK_THROWS_WITH_AS(decode(rgb16.substr(0, rgb16.size() - 1)),
+                       doctest::Contains("its 2 x 1 pixels need 12 bytes, it holds 11"), mcdl::Error);
+  // Comments and any whitespace between the numbers, as stb reads them; one byte ends the header.
+  CHECK(decode("P5 #note\n2 # width\n 1 255 \x10\x20").pixels == std::vector<uint8_t>{0x10, 0x20});
+  CHECK_THROWS_WITH_AS(decode("P5 2 1 255 \x10"), doctest::Contains("need 2 bytes, it holds 1"), mcdl::Error);
+  // An image of no pixels is refused too.
+  CHECK_THROWS_WITH_AS(decode("P5\n0 4\n255\n"), doctest::Contains("0 x 4 pixels, an empty image"), mcdl::Error);
+  // The fuzz regression input (its first byte is fuzz_decode's channel byte).
+  const std::vector<uint8_t> cut = file_bytes("tests/fuzz/regressions/decode/pnm_data_truncated");
+  CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({cut.data() + 1, cut.size() - 1}, "x.pgm"),
+                       doctest::Contains("the PNM file is truncated"), mcdl::Error);
+}
+
 TEST_CASE("decode_image: a JPEG Huffman table of more than 256 codes is refused before stb builds it") {
   // Inputs of fuzz_decode start with its channel byte.
   const std::vector<uint8_t> bad = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_counts_over_256");
