@@ -2,7 +2,8 @@
 // a noisy grey background (the colour is the class), 36 images each. ROOT/labelled/class<k>/
 // holds half of each old class (0–2); everything else is in ROOT/unlabelled/ with its class in
 // ROOT/unlabelled_labels.csv; with test_per_class > 0 also a test split, ROOT/test/class<k>/ with
-// that many new images of every class. Made once per process (and name) under the temp directory.
+// that many new images of every class. Made once per process (and name) under the temp directory,
+// and removed when the process exits.
 #pragma once
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "data/decode.h"
 #include "data/image.h"
@@ -35,10 +38,31 @@ inline Image coloured_square(int cls, RandomStream& stream) {
   return image;
 }
 
+// The datasets this process made, removed when it exits; not by a child it forked (whose exit
+// runs the same destructors), so the owner's pid is checked.
+class MadeDatasets {
+ public:
+  void add(const std::filesystem::path& root) { roots_.push_back(root); }
+  ~MadeDatasets() {
+    if (::getpid() != owner_) return;
+    std::error_code ignored;
+    for (const std::filesystem::path& root : roots_) std::filesystem::remove_all(root, ignored);
+  }
+
+ private:
+  const pid_t owner_ = ::getpid();
+  std::vector<std::filesystem::path> roots_;
+};
+inline MadeDatasets& made_datasets() {
+  static MadeDatasets made;
+  return made;
+}
+
 inline std::filesystem::path coloured_squares_dataset(const std::string& name = "squares", int test_per_class = 0) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("mcdl-" + name + "-" + std::to_string(::getpid()));
   if (fs::exists(root / "unlabelled_labels.csv")) return root;
+  made_datasets().add(root);
   fs::create_directories(root / "unlabelled");
   std::ofstream labels(root / "unlabelled_labels.csv");
   RandomStream stream(1, stream_id("e2e-images"));
