@@ -78,6 +78,28 @@ void check_pnm_file(std::span<const uint8_t> bytes, const std::string& what) {
         height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
 }
 
+// stb_image's TGA reader reads the rows of an uncompressed true-colour or grey image without
+// checking that the file holds them (stbi__getn's result), leaving the missing rows as
+// uninitialised memory. Refused here for the files stb reads that way: no colour map, image type
+// 2 or 3, a whole number of bytes a pixel (8, 24 or 32 bits, or 16 for grey with alpha). TGA has
+// no magic number; a file with byte 1 zero fails every other format's (which stb tries first),
+// so such a file is read as a TGA. Compressed and colour-mapped data stb reads a byte at a time,
+// as 0 past the end.
+void check_tga_file(std::span<const uint8_t> bytes, const std::string& what) {
+  const auto byte = [&](size_t i) -> int64_t { return i < bytes.size() ? bytes[i] : 0; };  // stb: 0 past the end
+  const auto le16 = [&](size_t i) { return byte(i) | byte(i + 1) << 8; };
+  const int64_t colour_map = byte(1), type = byte(2), bits = byte(16);
+  if (bytes.empty() || colour_map != 0 || (type != 2 && type != 3)) return;
+  const int64_t width = le16(12), height = le16(14);
+  const int64_t channels = bits == 8 ? 1 : bits == 24 ? 3 : bits == 32 ? 4 : bits == 16 && type == 3 ? 2 : 0;
+  if (width < 1 || height < 1 || channels == 0) return;
+  const size_t start = 18 + static_cast<size_t>(byte(0));  // the header, then the image ID field
+  const int64_t needed = width * height * channels;
+  const int64_t present = bytes.size() > start ? static_cast<int64_t>(bytes.size() - start) : 0;
+  check(present >= needed, "decode_image: cannot decode '", what, "': the TGA file is truncated: its ", width, " x ",
+        height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
+}
+
 // stb_image's JPEG reader builds each Huffman table into a 257-entry array before checking
 // that the table's 16 code counts add up to at most 256 (a write past the array, found by
 // fuzz_decode). Refuses such a DHT segment before stb reads it, walking the markers as stb does:
@@ -135,6 +157,7 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
   check_channels(channels, path);
   check(bytes.size() <= static_cast<size_t>(INT32_MAX), "decode_image: '", path, "' is larger than 2 GiB");
   check_pnm_file(bytes, path);
+  check_tga_file(bytes, path);
   check_jpeg_huffman_tables(bytes, path);
   const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, file_channels = 0;

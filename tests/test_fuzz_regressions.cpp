@@ -116,6 +116,29 @@ TEST_CASE("decode_image: a binary PNM file shorter than its header declares is r
                        doctest::Contains("the PNM file is truncated"), mcdl::Error);
 }
 
+TEST_CASE("decode_image: an uncompressed TGA shorter than its header declares is refused; Radiance HDR is not read") {
+  const auto decode = [](const std::string& bytes) {
+    return mcdl::decode_image_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, "x.tga");
+  };
+  // An 18-byte header: no ID field, no colour map, image type 2 (true colour), 2 x 2 pixels of 24
+  // bits, rows from the top.
+  const std::string header("\0\0\x02\0\0\0\0\0\0\0\0\0\x02\0\x02\0\x18\x20", 18);
+  const mcdl::Image whole = decode(header + std::string(12, '\x40'));
+  CHECK(whole.pixels == std::vector<uint8_t>(12, 0x40));
+  CHECK_THROWS_WITH_AS(decode(header + std::string(7, '\x40')),
+                       doctest::Contains("'x.tga': the TGA file is truncated: its 2 x 2 pixels need 12 bytes, it "
+                                         "holds 7 after the header"),
+                       mcdl::Error);
+  // An image ID field of 3 bytes comes before the pixels.
+  std::string with_id = header;
+  with_id[0] = 3;
+  CHECK(decode(with_id + "abc" + std::string(12, '\x40')).pixels == std::vector<uint8_t>(12, 0x40));
+  CHECK_THROWS_WITH_AS(decode(with_id + "abc" + std::string(11, '\x40')), doctest::Contains("holds 11"), mcdl::Error);
+  // stb would read a Radiance HDR into an unchecked buffer; it is not a format the engine reads.
+  CHECK_THROWS_WITH_AS(decode("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 1\n\x80\x80\x80\x81"),
+                       doctest::Contains("cannot decode 'x.tga'"), mcdl::Error);
+}
+
 TEST_CASE("decode_image: a JPEG Huffman table of more than 256 codes is refused before stb builds it") {
   // Inputs of fuzz_decode start with its channel byte.
   const std::vector<uint8_t> bad = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_counts_over_256");
