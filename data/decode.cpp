@@ -106,8 +106,13 @@ void check_tga_file(std::span<const uint8_t> bytes, const std::string& what) {
 // segments with a length, entropy-coded data after SOS up to the next marker, DHT tables of a
 // class/id byte, 16 counts and that many symbols, read while the segment length is not used up.
 void check_jpeg_huffman_tables(std::span<const uint8_t> bytes, const std::string& what) {
-  if (bytes.size() < 2 || bytes[0] != 0xff || bytes[1] != 0xd8) return;
-  size_t at = 2;
+  // The start of image: stb, like the JPEG standard, lets fill bytes (0xff) precede a marker's
+  // code, this one's too.
+  size_t at = 0;
+  if (bytes.empty() || bytes[0] != 0xff) return;
+  while (at < bytes.size() && bytes[at] == 0xff) ++at;
+  if (at >= bytes.size() || bytes[at] != 0xd8) return;
+  ++at;
   while (at + 1 < bytes.size()) {
     if (bytes[at] != 0xff) {  // entropy-coded data (after SOS): up to the next real marker
       ++at;

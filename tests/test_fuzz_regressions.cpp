@@ -148,6 +148,11 @@ TEST_CASE("decode_image: a JPEG Huffman table of more than 256 codes is refused 
   const std::vector<uint8_t> cut = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_table_cut_by_end");
   CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({cut.data() + 1, cut.size() - 1}, "x.jpg"),
                        doctest::Contains("a JPEG Huffman table of 519 codes (at most 256"), mcdl::Error);
+  // The same after 0xff fill bytes before the start-of-image marker, which stb skips (found by
+  // fuzz_decode: the check looked for the marker at byte 0 only).
+  const std::vector<uint8_t> filled = file_bytes("tests/fuzz/regressions/decode/jpeg_huffman_after_fill_bytes");
+  CHECK_THROWS_WITH_AS(mcdl::decode_image_bytes({filled.data() + 1, filled.size() - 1}, "x.jpg"),
+                       doctest::Contains("a JPEG Huffman table of 541 codes (at most 256"), mcdl::Error);
   const std::vector<uint8_t> good = file_bytes("tests/fuzz/corpus/decode/python.jpg");
   const mcdl::Image image = mcdl::decode_image_bytes({good.data() + 1, good.size() - 1}, "python.jpg");
   CHECK(image.width > 0);
