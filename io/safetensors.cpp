@@ -295,6 +295,8 @@ class Loader {
 
 }  // namespace
 
+bool looks_like_safetensors(std::span<const uint8_t> head) { return head.size() >= 9 && head[8] == '{'; }
+
 SafetensorsFile load_safetensors(const std::string& path,
                                  const std::function<bool(const std::string& name)>& leave_in_file) {
   return Loader(path).load(leave_in_file);

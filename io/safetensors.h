@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/tensor.h"
@@ -49,6 +50,10 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;  // the header's "__metadata__" (string -> string)
   std::map<std::string, StoredTensor> stored;   // the tensors left in the file (leave_in_file)
 };
+
+// True when the bytes start like a safetensors file: the header's 8-byte length, then the JSON
+// header's '{' (at least 9 bytes).
+bool looks_like_safetensors(std::span<const uint8_t> head);
 
 // Reads and validates a whole file as the reference implementation does: the tensors must
 // exactly tile the data area (no gaps, overlaps or trailing bytes), every size must agree with

@@ -1,10 +1,9 @@
 #include "layers/backbone_file.h"
 
-#include <cstdio>
 #include <filesystem>
-#include <span>
 
 #include "engine/error.h"
+#include "io/file_handle.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
 
@@ -13,13 +12,7 @@ namespace mcdl {
 SafetensorsFile read_weights_safetensors(const std::string& path) {
   check(std::filesystem::exists(path), "weights file ", path, " does not exist (convert a checkpoint with ",
         "./mcdl_convert IN.pth -o OUT.safetensors, or pretrain one with ./mcdl_pretrain)");
-  uint8_t head[8] = {};
-  size_t got = 0;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    got = std::fread(head, 1, sizeof head, f);
-    std::fclose(f);
-  }
-  check(!looks_like_torch_checkpoint(std::span<const uint8_t>(head, got)), "weights file ", path,
+  check(!looks_like_torch_checkpoint(read_file_head(path, 8)), "weights file ", path,
         " is a PyTorch checkpoint (torch.save's format); the engine reads its own safetensors weights: convert it ",
         "first with ./mcdl_convert ", path, " -o weights.safetensors (for DINOv2 add --config with the model's ",
         "name, e.g. vit_base_patch14_dinov2)");

@@ -1,15 +1,12 @@
 #include "layers/dino_checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <sstream>
 
 #include "engine/ops/shape.h"
+#include "io/file_handle.h"
 #include "io/hex_bytes.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
@@ -164,25 +161,15 @@ std::string tensor_desc(const Tensor& t) { return std::string(dtype_name(t.dtype
 }  // namespace
 
 CheckpointTensors read_checkpoint_tensors(const std::string& path) {
-  uint8_t head[9] = {};
-  ssize_t got = 0;
-  {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    check(fd >= 0, "dino checkpoint: ", path, ": cannot open: ", std::strerror(errno));
-    got = ::read(fd, head, sizeof head);
-    ::close(fd);
-  }
-  check(got >= 0, "dino checkpoint: ", path, ": cannot read: ", std::strerror(errno));
-  if (got == 0) bad(path, ": the file is empty; expected a PyTorch checkpoint (.pth) or a safetensors file");
-  const std::span<const uint8_t> start(head, static_cast<size_t>(got));
-  // A safetensors file starts with its header's length (8 bytes) and then the JSON header's '{'.
-  const bool safetensors = got == sizeof head && head[8] == '{';
-  if (!looks_like_torch_checkpoint(start) && !safetensors) {
+  const std::vector<uint8_t> head = read_file_head(path, 9);
+  if (head.empty()) bad(path, ": the file is empty; expected a PyTorch checkpoint (.pth) or a safetensors file");
+  const bool torch = looks_like_torch_checkpoint(head);
+  if (!torch && !looks_like_safetensors(head)) {
     bad(path, ": neither a PyTorch checkpoint (torch.save's zip or legacy format) nor a safetensors file (it starts ",
-        hex_bytes(start), "); expected e.g. DINO's dino_vitbase16_pretrain.pth or a Hugging Face model.safetensors");
+        hex_bytes(head), "); expected e.g. DINO's dino_vitbase16_pretrain.pth or a Hugging Face model.safetensors");
   }
   CheckpointTensors result;
-  if (looks_like_torch_checkpoint(start)) {
+  if (torch) {
     TorchCheckpoint checkpoint = load_torch_checkpoint(path);
     result.tensors = std::move(checkpoint.tensors);
     result.format = checkpoint.format;
