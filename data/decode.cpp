@@ -3,9 +3,9 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -30,6 +30,13 @@ inline uint8_t pil_luma(uint8_t r, uint8_t g, uint8_t b) {
 void check_pixels(int64_t width, int64_t height, const std::string& what) {
   check(width * height <= kMaxImagePixels, "decode_image: '", what, "' is ", width, " x ", height,
         " pixels, more than the limit of ", kMaxImagePixels, " (8192 x 8192)");
+}
+
+// A file whose pixel data, `present` bytes after its header, is shorter than its header declares.
+void check_not_truncated(const char* format, int64_t width, int64_t height, int64_t needed, int64_t present,
+                         const std::string& what) {
+  check(present >= needed, "decode_image: cannot decode '", what, "': the ", format, " file is truncated: its ", width,
+        " x ", height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
 }
 
 // Two faults of stb_image's binary PNM reader (P5, P6), refused before stb reads the file:
@@ -73,9 +80,8 @@ void check_pnm_file(std::span<const uint8_t> bytes, const std::string& what) {
   if (max_value > 65535) return;
   check_pixels(width, height, what);
   const int64_t needed = width * height * (bytes[1] == '6' ? 3 : 1) * (max_value > 255 ? 2 : 1);
-  const int64_t present = static_cast<int64_t>(bytes.size() - std::min(at, bytes.size()));
-  check(present >= needed, "decode_image: cannot decode '", what, "': the PNM file is truncated: its ", width, " x ",
-        height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
+  check_not_truncated("PNM", width, height, needed, static_cast<int64_t>(bytes.size() - std::min(at, bytes.size())),
+                      what);
 }
 
 // stb_image's TGA reader reads the rows of an uncompressed true-colour or grey image without
@@ -89,15 +95,13 @@ void check_tga_file(std::span<const uint8_t> bytes, const std::string& what) {
   const auto byte = [&](size_t i) -> int64_t { return i < bytes.size() ? bytes[i] : 0; };  // stb: 0 past the end
   const auto le16 = [&](size_t i) { return byte(i) | byte(i + 1) << 8; };
   const int64_t colour_map = byte(1), type = byte(2), bits = byte(16);
-  if (bytes.empty() || colour_map != 0 || (type != 2 && type != 3)) return;
+  if (colour_map != 0 || (type != 2 && type != 3)) return;
   const int64_t width = le16(12), height = le16(14);
   const int64_t channels = bits == 8 ? 1 : bits == 24 ? 3 : bits == 32 ? 4 : bits == 16 && type == 3 ? 2 : 0;
   if (width < 1 || height < 1 || channels == 0) return;
   const size_t start = 18 + static_cast<size_t>(byte(0));  // the header, then the image ID field
-  const int64_t needed = width * height * channels;
-  const int64_t present = bytes.size() > start ? static_cast<int64_t>(bytes.size() - start) : 0;
-  check(present >= needed, "decode_image: cannot decode '", what, "': the TGA file is truncated: its ", width, " x ",
-        height, " pixels need ", needed, " bytes, it holds ", present, " after the header");
+  check_not_truncated("TGA", width, height, width * height * channels,
+                      static_cast<int64_t>(bytes.size() - std::min(start, bytes.size())), what);
 }
 
 // stb_image's JPEG reader builds each Huffman table into a 257-entry array before checking
