@@ -1,5 +1,13 @@
 // The CPU loops of the RandAugment ops; the per-pixel formulas are kernels/augment_math.h's,
 // which the CUDA kernels (kernels/cuda/augment.cu) share.
+//
+// The float passes (blend, smooth) also have an AVX-512 build, chosen at run time: the same loops
+// vectorised sixteen float lanes wide (AVX-512BW for the bytes). Neither build may fuse a·b + c (Pillow rounds the product first),
+// so both give the same bytes. clang (only `make fuzz` compiles with it) takes the baseline build.
+#ifndef __clang__
+#define MCDL_AUGMENT_SIXTEEN_LANES 1
+#pragma GCC optimize("fp-contract=off")
+#endif
 #include "data/augment_ops.h"
 
 #include <algorithm>
@@ -7,6 +15,7 @@
 #include <vector>
 
 #include "kernels/augment_math.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace mcdl::pixel_ops {
 namespace {
@@ -15,6 +24,18 @@ using namespace pixel_math;
 
 // The valid x positions form one interval (the positions are monotone), so copying where both
 // source indices are valid is ImagingScaleAffine's [xmin, xmax) loop.
+// copy_pixel with the channel count known to the compiler (3 or 1; 0: `c` at run time), so that
+// the geometric ops copy a pixel in a few moves rather than a loop.
+template <int Channels>
+inline void copy_pixel_of(const uint8_t* src, uint8_t* dst, int64_t c) {
+  if constexpr (Channels == 0) {
+    copy_pixel(src, dst, c);
+  } else {
+    for (int k = 0; k < Channels; ++k) dst[k] = src[k];
+  }
+}
+
+template <int Channels>
 void scale_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_t c, const AffinePlan& p) {
   std::vector<int64_t> source_x(static_cast<size_t>(w)), source_y(static_cast<size_t>(h));
   scale_sources(p.x0, p.m0, w, source_x.data());
@@ -24,16 +45,21 @@ void scale_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_
     if (yin < 0) continue;
     for (int64_t x = 0; x < w; ++x) {
       const int64_t xin = source_x[static_cast<size_t>(x)];
-      if (xin >= 0) copy_pixel(src + (yin * w + xin) * c, dst + (y * w + x) * c, c);
+      if (xin >= 0) copy_pixel_of<Channels>(src + (yin * w + xin) * c, dst + (y * w + x) * c, c);
     }
   }
 }
 
+// fixed_source's positions k2 + y·k1 + x·k0 and k5 + y·k4 + x·k3, stepped along the row by integer
+// adds (the same integers: the closed form is exact).
+template <int Channels>
 void fixed_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_t c, const AffinePlan& p) {
   for (int64_t y = 0; y < h; ++y) {
-    for (int64_t x = 0; x < w; ++x) {
-      int64_t xin, yin;
-      if (fixed_source(p, x, y, h, w, xin, yin)) copy_pixel(src + (yin * w + xin) * c, dst + (y * w + x) * c, c);
+    int64_t px = p.k2 + y * p.k1, py = p.k5 + y * p.k4;
+    uint8_t* out = dst + y * w * c;
+    for (int64_t x = 0; x < w; ++x, px += p.k0, py += p.k3) {
+      const int64_t xin = px >> 16, yin = py >> 16;
+      if (xin >= 0 && xin < w && yin >= 0 && yin < h) copy_pixel_of<Channels>(src + (yin * w + xin) * c, out + x * c, c);
     }
   }
 }
@@ -47,6 +73,60 @@ void float_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_
   }
 }
 
+// blend for alpha outside {0, 1}: truncation inside (0, 1), clip8 outside.
+[[gnu::always_inline]] inline void blend_loop(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst,
+                                              int64_t count, float alpha) {
+  if (alpha > 0.0f && alpha < 1.0f) {
+#pragma omp simd
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<uint8_t>(static_cast<int>(blend_float(degenerate[i], image[i], alpha)));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < count; ++i) dst[i] = clip8(blend_float(degenerate[i], image[i], alpha));
+  }
+}
+
+// smooth's interior rows. smooth_value adds three lines per output byte: row y+1's and y−1's take
+// the edge weight everywhere, so each row's edge line (the same floats) is computed once and used
+// by both outputs that read it, kept in a ring of three lines of `row − 2·channels` floats.
+[[gnu::always_inline]] inline void smooth_interior(const uint8_t* src, uint8_t* dst, int64_t height, int64_t row,
+                                                   int64_t channels, float* ring) {
+  const float edge = 1.0f / 13.0f, centre = 5.0f / 13.0f;
+  const int64_t c = channels, n = row - 2 * c;
+  const auto edge_line = [&](int64_t y) {
+    const uint8_t* in = src + y * row + c;
+    float* line = ring + (y % 3) * n;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) line[i] = smooth_line(in + i, c, edge, edge, edge);
+  };
+  edge_line(0);
+  edge_line(1);
+  for (int64_t y = 1; y < height - 1; ++y) {
+    edge_line(y + 1);
+    const float* below = ring + ((y + 1) % 3) * n;
+    const float* above = ring + ((y - 1) % 3) * n;
+    const uint8_t* in = src + y * row + c;
+    uint8_t* out = dst + y * row + c;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float ss = add_rn(0.5f, below[i]);
+      ss = add_rn(ss, smooth_line(in + i, c, edge, centre, edge));
+      out[i] = clip8(add_rn(ss, above[i]));
+    }
+  }
+}
+
+#ifdef MCDL_AUGMENT_SIXTEEN_LANES
+[[gnu::target("avx512f,avx512bw,prefer-vector-width=512")]] void blend_sixteen_lanes(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst,
+                                                     int64_t count, float alpha) {
+  blend_loop(degenerate, image, dst, count, alpha);
+}
+[[gnu::target("avx512f,avx512bw,prefer-vector-width=512")]] void smooth_sixteen_lanes(const uint8_t* src, uint8_t* dst, int64_t height, int64_t row,
+                                                      int64_t channels, float* ring) {
+  smooth_interior(src, dst, height, row, channels, ring);
+}
+#endif
+
 }  // namespace
 
 void affine_nearest(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width, int64_t channels,
@@ -54,8 +134,14 @@ void affine_nearest(const uint8_t* src, uint8_t* dst, int64_t height, int64_t wi
   std::memset(dst, 0, static_cast<size_t>(height * width * channels));
   const AffinePlan plan = plan_affine(m, height, width);
   switch (plan.path) {
-    case affine_scale: return scale_affine(src, dst, height, width, channels, plan);
-    case affine_fixed: return fixed_affine(src, dst, height, width, channels, plan);
+    case affine_scale:
+      if (channels == 3) return scale_affine<3>(src, dst, height, width, channels, plan);
+      if (channels == 1) return scale_affine<1>(src, dst, height, width, channels, plan);
+      return scale_affine<0>(src, dst, height, width, channels, plan);
+    case affine_fixed:
+      if (channels == 3) return fixed_affine<3>(src, dst, height, width, channels, plan);
+      if (channels == 1) return fixed_affine<1>(src, dst, height, width, channels, plan);
+      return fixed_affine<0>(src, dst, height, width, channels, plan);
     default: return float_affine(src, dst, height, width, channels, plan);
   }
 }
@@ -76,14 +162,12 @@ void blend(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst, int64_
   // loop the compiler vectorises (the same float operations, the same bits).
   if (alpha == 0.0f || alpha == 1.0f) {
     std::memcpy(dst, alpha == 0.0f ? degenerate : image, static_cast<size_t>(count));
-  } else if (alpha > 0.0f && alpha < 1.0f) {
-#pragma omp simd
-    for (int64_t i = 0; i < count; ++i)
-      dst[i] = static_cast<uint8_t>(static_cast<int>(blend_float(degenerate[i], image[i], alpha)));
-  } else {
-#pragma omp simd
-    for (int64_t i = 0; i < count; ++i) dst[i] = clip8(blend_float(degenerate[i], image[i], alpha));
+    return;
   }
+#ifdef MCDL_AUGMENT_SIXTEEN_LANES
+  if (cpu::has_avx512bw()) return blend_sixteen_lanes(degenerate, image, dst, count, alpha);
+#endif
+  blend_loop(degenerate, image, dst, count, alpha);
 }
 
 void luma(const uint8_t* rgb, uint8_t* dst, int64_t pixels) {
@@ -100,21 +184,30 @@ void smooth(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width, int
   const int64_t row = width * channels;
   std::memcpy(dst, src, static_cast<size_t>(height * row));
   if (height < 3 || width < 3) return;
-  for (int64_t y = 1; y < height - 1; ++y) {
-    const uint8_t* in = src + y * row;
-    uint8_t* out = dst + y * row;
-#pragma omp simd
-    for (int64_t i = channels; i < row - channels; ++i) out[i] = smooth_value(in + i, row, channels);
-  }
+  std::vector<float> edge_lines(static_cast<size_t>(3 * (row - 2 * channels)));
+#ifdef MCDL_AUGMENT_SIXTEEN_LANES
+  if (cpu::has_avx512bw()) return smooth_sixteen_lanes(src, dst, height, row, channels, edge_lines.data());
+#endif
+  smooth_interior(src, dst, height, row, channels, edge_lines.data());
 }
 
 void histogram(const uint8_t* src, int64_t pixels, int64_t channels, int64_t* hist) {
   std::fill(hist, hist + 256 * channels, 0);
+  if (channels == 3) {
+    for (int64_t i = 0; i < pixels; ++i, src += 3) ++hist[src[0]], ++hist[256 + src[1]], ++hist[512 + src[2]];
+    return;
+  }
   for (int64_t i = 0; i < pixels; ++i)
     for (int64_t c = 0; c < channels; ++c) ++hist[c * 256 + src[i * channels + c]];
 }
 
 void apply_luts(const uint8_t* src, uint8_t* dst, int64_t pixels, int64_t channels, const uint8_t* luts) {
+  if (channels == 3) {
+    const uint8_t *red = luts, *green = luts + 256, *blue = luts + 512;
+    for (int64_t i = 0; i < 3 * pixels; i += 3)
+      dst[i] = red[src[i]], dst[i + 1] = green[src[i + 1]], dst[i + 2] = blue[src[i + 2]];
+    return;
+  }
   for (int64_t i = 0; i < pixels; ++i)
     for (int64_t c = 0; c < channels; ++c) dst[i * channels + c] = luts[c * 256 + src[i * channels + c]];
 }
