@@ -35,18 +35,29 @@ inline void copy_pixel_of(const uint8_t* src, uint8_t* dst, int64_t c) {
   }
 }
 
-template <int Channels>
+// The rows share one map of x positions: copy it as runs of output pixels that read consecutive
+// source pixels (a translation is one run per row).
 void scale_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_t c, const AffinePlan& p) {
   std::vector<int64_t> source_x(static_cast<size_t>(w)), source_y(static_cast<size_t>(h));
   scale_sources(p.x0, p.m0, w, source_x.data());
   scale_sources(p.y0, p.m4, h, source_y.data());
+  struct Run {
+    int64_t x, source, length;
+  };
+  std::vector<Run> runs;
+  for (int64_t x = 0; x < w; ++x) {
+    const int64_t xin = source_x[static_cast<size_t>(x)];
+    if (xin < 0) continue;
+    if (!runs.empty() && runs.back().x + runs.back().length == x && runs.back().source + runs.back().length == xin)
+      ++runs.back().length;
+    else
+      runs.push_back({x, xin, 1});
+  }
   for (int64_t y = 0; y < h; ++y) {
     const int64_t yin = source_y[static_cast<size_t>(y)];
     if (yin < 0) continue;
-    for (int64_t x = 0; x < w; ++x) {
-      const int64_t xin = source_x[static_cast<size_t>(x)];
-      if (xin >= 0) copy_pixel_of<Channels>(src + (yin * w + xin) * c, dst + (y * w + x) * c, c);
-    }
+    for (const Run& run : runs)
+      std::memcpy(dst + (y * w + run.x) * c, src + (yin * w + run.source) * c, static_cast<size_t>(run.length * c));
   }
 }
 
@@ -135,9 +146,7 @@ void affine_nearest(const uint8_t* src, uint8_t* dst, int64_t height, int64_t wi
   const AffinePlan plan = plan_affine(m, height, width);
   switch (plan.path) {
     case affine_scale:
-      if (channels == 3) return scale_affine<3>(src, dst, height, width, channels, plan);
-      if (channels == 1) return scale_affine<1>(src, dst, height, width, channels, plan);
-      return scale_affine<0>(src, dst, height, width, channels, plan);
+      return scale_affine(src, dst, height, width, channels, plan);
     case affine_fixed:
       if (channels == 3) return fixed_affine<3>(src, dst, height, width, channels, plan);
       if (channels == 1) return fixed_affine<1>(src, dst, height, width, channels, plan);
@@ -170,12 +179,19 @@ void blend(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst, int64_
   blend_loop(degenerate, image, dst, count, alpha);
 }
 
-void luma(const uint8_t* rgb, uint8_t* dst, int64_t pixels) {
-  for (int64_t i = 0; i < pixels; ++i) dst[i] = static_cast<uint8_t>(luma_of(rgb + 3 * i, 3));
+void grey_rgb(const uint8_t* rgb, uint8_t* dst, int64_t pixels) {
+  for (int64_t i = 0; i < 3 * pixels; i += 3) {
+    const auto l = static_cast<uint8_t>(luma(rgb[i], rgb[i + 1], rgb[i + 2]));
+    dst[i] = l, dst[i + 1] = l, dst[i + 2] = l;
+  }
 }
 
 int contrast_grey_level(const uint8_t* src, int64_t pixels, int64_t channels) {
   int64_t sum = 0;  // Σ v·count(v): exact, as Python's float sum of integers below 2^53
+  if (channels == 3) {
+    for (int64_t i = 0; i < 3 * pixels; i += 3) sum += luma(src[i], src[i + 1], src[i + 2]);
+    return grey_level(sum, pixels);
+  }
   for (int64_t i = 0; i < pixels; ++i) sum += luma_of(src + channels * i, channels);
   return grey_level(sum, pixels);
 }
@@ -194,7 +210,16 @@ void smooth(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width, int
 void histogram(const uint8_t* src, int64_t pixels, int64_t channels, int64_t* hist) {
   std::fill(hist, hist + 256 * channels, 0);
   if (channels == 3) {
-    for (int64_t i = 0; i < pixels; ++i, src += 3) ++hist[src[0]], ++hist[256 + src[1]], ++hist[512 + src[2]];
+    // Even and odd pixels count into separate tables, so that neighbours of one value (most of an
+    // image's) do not wait on each other's increment of one bin.
+    std::vector<uint32_t> counts(2 * 768, 0);
+    int64_t i = 0;
+    for (; i + 2 <= pixels; i += 2, src += 6) {
+      ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
+      ++counts[768 + src[3]], ++counts[1024 + src[4]], ++counts[1280 + src[5]];
+    }
+    if (i < pixels) ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
+    for (int k = 0; k < 768; ++k) hist[k] = static_cast<int64_t>(counts[static_cast<size_t>(k)]) + counts[static_cast<size_t>(768 + k)];
     return;
   }
   for (int64_t i = 0; i < pixels; ++i)

@@ -33,8 +33,8 @@ void rotate_quarter_turns(const uint8_t* src, uint8_t* dst, int64_t height, int6
 //   0 < alpha < 1: out = (uint8)(float(d) + alpha·float(i − d))  (truncation);
 //   otherwise: t = float(d) + alpha·float(i − d), out = t ≤ 0 ? 0 : t ≥ 255 ? 255 : (uint8)t.
 void blend(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst, int64_t count, float alpha);
-// convert("L"): (R·19595 + G·38470 + B·7471 + 0x8000) >> 16 per pixel (dst holds `pixels` bytes).
-void luma(const uint8_t* rgb, uint8_t* dst, int64_t pixels);
+// convert("L").convert("RGB"): each channel of a pixel its L = (R·19595 + G·38470 + B·7471 + 0x8000) >> 16.
+void grey_rgb(const uint8_t* rgb, uint8_t* dst, int64_t pixels);
 // ImageEnhance.Contrast's grey level: int(mean(L) + 0.5), the mean of the L image (the image
 // itself when 1-channel) computed as Σ v·count(v) / pixels in double.
 int contrast_grey_level(const uint8_t* src, int64_t pixels, int64_t channels);

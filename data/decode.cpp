@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "kernels/augment_math.h"  // pixel_math::luma, PIL's RGB → L
 
 namespace mcdl {
 namespace {
@@ -21,11 +22,6 @@ struct FileCloser {
 struct StbFree {
   void operator()(stbi_uc* p) const { stbi_image_free(p); }
 };
-
-// PIL's RGB → L conversion (Convert.c L24): ITU-R 601-2 luma in 16-bit fixed point, rounded.
-inline uint8_t pil_luma(uint8_t r, uint8_t g, uint8_t b) {
-  return static_cast<uint8_t>((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
-}
 
 void check_pixels(int64_t width, int64_t height, const std::string& what) {
   check(width * height <= kMaxImagePixels, "decode_image: '", what, "' is ", width, " x ", height,
@@ -189,7 +185,7 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
     if (channels == 3) {
       for (int c = 0; c < 3; ++c) image.pixels[static_cast<size_t>(i * 3 + c)] = grey ? p[0] : p[c];
     } else {
-      image.pixels[static_cast<size_t>(i)] = grey ? p[0] : pil_luma(p[0], p[1], p[2]);
+      image.pixels[static_cast<size_t>(i)] = grey ? p[0] : static_cast<uint8_t>(pixel_math::luma(p[0], p[1], p[2]));
     }
   }
   return image;

@@ -70,12 +70,8 @@ Image blend_with(const Image& degenerate, const Image& image, double factor) {
 // ImageEnhance.Color's degenerate: convert("L").convert(mode).
 Image grey_version(const Image& image) {
   if (image.channels == 1) return image;
-  const int64_t pixels = image.height * image.width;
-  std::vector<uint8_t> l(static_cast<size_t>(pixels));
-  pixel_ops::luma(image.pixels.data(), l.data(), pixels);
   Image out(image.height, image.width, 3);
-  for (int64_t i = 0; i < pixels; ++i)
-    for (int c = 0; c < 3; ++c) out.pixels[static_cast<size_t>(3 * i + c)] = l[static_cast<size_t>(i)];
+  pixel_ops::grey_rgb(image.pixels.data(), out.pixels.data(), image.height * image.width);
   return out;
 }
 

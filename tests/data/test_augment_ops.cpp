@@ -144,3 +144,17 @@ TEST_CASE("affine_nearest: every pixel where its path's formulas put it (scale, 
     }
   }
 }
+
+TEST_CASE("grey_rgb: every channel of a pixel its luma") {
+  for (const Pixels& p : test_images()) {
+    if (p.channels != 3) continue;
+    std::vector<uint8_t> got(p.bytes.size());
+    pixel_ops::grey_rgb(p.bytes.data(), got.data(), p.height * p.width);
+    int64_t differing = 0;
+    for (int64_t k = 0; k < p.size(); ++k) {
+      const uint8_t* pixel = p.bytes.data() + k / 3 * 3;
+      differing += got[static_cast<size_t>(k)] != pixel_math::luma(pixel[0], pixel[1], pixel[2]);
+    }
+    CHECK(differing == 0);
+  }
+}
