@@ -2,8 +2,9 @@
 // which the CUDA kernels (kernels/cuda/augment.cu) share.
 //
 // The float passes (blend, smooth) also have an AVX-512 build, chosen at run time: the same loops
-// vectorised sixteen float lanes wide (AVX-512BW for the bytes). Neither build may fuse a·b + c (Pillow rounds the product first),
-// so both give the same bytes. clang (only `make fuzz` compiles with it) takes the baseline build.
+// vectorised sixteen float lanes wide (AVX-512BW for the bytes). Neither build may fuse a·b + c
+// (Pillow rounds the product first), so both give the same bytes. clang (only `make fuzz` compiles
+// with it) takes the baseline build.
 #ifndef __clang__
 #define MCDL_AUGMENT_SIXTEEN_LANES 1
 #pragma GCC optimize("fp-contract=off")
@@ -22,8 +23,6 @@ namespace {
 
 using namespace pixel_math;
 
-// The valid x positions form one interval (the positions are monotone), so copying where both
-// source indices are valid is ImagingScaleAffine's [xmin, xmax) loop.
 // copy_pixel with the channel count known to the compiler (3 or 1; 0: `c` at run time), so that
 // the geometric ops copy a pixel in a few moves rather than a loop.
 template <int Channels>
@@ -35,8 +34,9 @@ inline void copy_pixel_of(const uint8_t* src, uint8_t* dst, int64_t c) {
   }
 }
 
-// The rows share one map of x positions: copy it as runs of output pixels that read consecutive
-// source pixels (a translation is one run per row).
+// ImagingScaleAffine: the valid x positions form one interval (they are monotone), the same for
+// every row, so each row is copied as runs of output pixels that read consecutive source pixels
+// (a translation is one run per row).
 void scale_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_t c, const AffinePlan& p) {
   std::vector<int64_t> source_x(static_cast<size_t>(w)), source_y(static_cast<size_t>(h));
   scale_sources(p.x0, p.m0, w, source_x.data());
@@ -70,7 +70,8 @@ void fixed_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_
     uint8_t* out = dst + y * w * c;
     for (int64_t x = 0; x < w; ++x, px += p.k0, py += p.k3) {
       const int64_t xin = px >> 16, yin = py >> 16;
-      if (xin >= 0 && xin < w && yin >= 0 && yin < h) copy_pixel_of<Channels>(src + (yin * w + xin) * c, out + x * c, c);
+      if (xin >= 0 && xin < w && yin >= 0 && yin < h)
+        copy_pixel_of<Channels>(src + (yin * w + xin) * c, out + x * c, c);
     }
   }
 }
@@ -128,14 +129,16 @@ void float_affine(const uint8_t* src, uint8_t* dst, int64_t h, int64_t w, int64_
 }
 
 #ifdef MCDL_AUGMENT_SIXTEEN_LANES
-[[gnu::target("avx512f,avx512bw,prefer-vector-width=512")]] void blend_sixteen_lanes(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst,
-                                                     int64_t count, float alpha) {
+#define MCDL_SIXTEEN_LANES_TARGET gnu::target("avx512f,avx512bw,prefer-vector-width=512")
+[[MCDL_SIXTEEN_LANES_TARGET]] void blend_sixteen_lanes(const uint8_t* degenerate, const uint8_t* image, uint8_t* dst,
+                                                       int64_t count, float alpha) {
   blend_loop(degenerate, image, dst, count, alpha);
 }
-[[gnu::target("avx512f,avx512bw,prefer-vector-width=512")]] void smooth_sixteen_lanes(const uint8_t* src, uint8_t* dst, int64_t height, int64_t row,
-                                                      int64_t channels, float* ring) {
+[[MCDL_SIXTEEN_LANES_TARGET]] void smooth_sixteen_lanes(const uint8_t* src, uint8_t* dst, int64_t height,
+                                                        int64_t row, int64_t channels, float* ring) {
   smooth_interior(src, dst, height, row, channels, ring);
 }
+#undef MCDL_SIXTEEN_LANES_TARGET
 #endif
 
 }  // namespace
@@ -212,14 +215,14 @@ void histogram(const uint8_t* src, int64_t pixels, int64_t channels, int64_t* hi
   if (channels == 3) {
     // Even and odd pixels count into separate tables, so that neighbours of one value (most of an
     // image's) do not wait on each other's increment of one bin.
-    std::vector<uint32_t> counts(2 * 768, 0);
+    std::vector<int64_t> counts(2 * 768, 0);
     int64_t i = 0;
     for (; i + 2 <= pixels; i += 2, src += 6) {
       ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
       ++counts[768 + src[3]], ++counts[1024 + src[4]], ++counts[1280 + src[5]];
     }
     if (i < pixels) ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
-    for (int k = 0; k < 768; ++k) hist[k] = static_cast<int64_t>(counts[static_cast<size_t>(k)]) + counts[static_cast<size_t>(768 + k)];
+    for (size_t k = 0; k < 768; ++k) hist[k] = counts[k] + counts[768 + k];
     return;
   }
   for (int64_t i = 0; i < pixels; ++i)

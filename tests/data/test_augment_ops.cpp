@@ -93,7 +93,10 @@ TEST_CASE("histogram and apply_luts: per channel, for 1 and 3 channels") {
     const int64_t pixels = p.height * p.width;
     std::vector<int64_t> hist(static_cast<size_t>(256 * p.channels), -1), expected(hist.size(), 0);
     pixel_ops::histogram(p.bytes.data(), pixels, p.channels, hist.data());
-    for (int64_t k = 0; k < p.size(); ++k) ++expected[static_cast<size_t>(k % p.channels * 256 + p.bytes[static_cast<size_t>(k)])];
+    const auto table_index = [&](int64_t k) {  // the histogram bin or table entry of byte k
+      return static_cast<size_t>(k % p.channels * 256 + p.bytes[static_cast<size_t>(k)]);
+    };
+    for (int64_t k = 0; k < p.size(); ++k) ++expected[table_index(k)];
     CHECK(hist == expected);
 
     std::vector<uint8_t> luts(static_cast<size_t>(256 * p.channels)), got(p.bytes.size());
@@ -101,7 +104,7 @@ TEST_CASE("histogram and apply_luts: per channel, for 1 and 3 channels") {
     pixel_ops::apply_luts(p.bytes.data(), got.data(), pixels, p.channels, luts.data());
     int64_t differing = 0;
     for (int64_t k = 0; k < p.size(); ++k)
-      differing += got[static_cast<size_t>(k)] != luts[static_cast<size_t>(k % p.channels * 256 + p.bytes[static_cast<size_t>(k)])];
+      differing += got[static_cast<size_t>(k)] != luts[table_index(k)];
     CHECK(differing == 0);
   }
 }
