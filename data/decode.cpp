@@ -179,14 +179,20 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
   Image image(height, width, channels);
   const int64_t pixels = static_cast<int64_t>(height) * width;
   const stbi_uc* src = data.get();
-  const bool grey = file_channels <= 2;
-  for (int64_t i = 0; i < pixels; ++i) {
-    const stbi_uc* p = src + i * file_channels;
-    if (channels == 3) {
-      for (int c = 0; c < 3; ++c) image.pixels[static_cast<size_t>(i * 3 + c)] = grey ? p[0] : p[c];
-    } else {
-      image.pixels[static_cast<size_t>(i)] = grey ? p[0] : static_cast<uint8_t>(pixel_math::luma(p[0], p[1], p[2]));
-    }
+  uint8_t* out = image.pixels.data();
+  const int64_t step = file_channels;  // the source's bytes per pixel
+  if (channels == file_channels) {
+    std::memcpy(out, src, image.pixels.size());  // RGB to RGB, grey to grey: as decoded
+  } else if (channels == 3 && file_channels == 4) {  // RGBA to RGB
+    for (int64_t i = 0; i < pixels; ++i)
+      out[3 * i] = src[4 * i], out[3 * i + 1] = src[4 * i + 1], out[3 * i + 2] = src[4 * i + 2];
+  } else if (channels == 3) {  // grey (and alpha) to RGB
+    for (int64_t i = 0; i < pixels; ++i) out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = src[i * step];
+  } else if (file_channels <= 2) {  // grey and alpha to grey
+    for (int64_t i = 0; i < pixels; ++i) out[i] = src[i * step];
+  } else {  // RGB (and alpha) to L
+    for (int64_t i = 0; i < pixels; ++i)
+      out[i] = static_cast<uint8_t>(pixel_math::luma(src[i * step], src[i * step + 1], src[i * step + 2]));
   }
   return image;
 }

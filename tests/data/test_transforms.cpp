@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <stb/stb_image_write.h>
+
 #include "data/resize.h"
 #include "data/transforms.h"
 #include "tests/data/augment_fixtures.h"
@@ -44,6 +46,32 @@ TEST_CASE("decode_image: PNG round trip, grey replicated to RGB, RGB to L with P
   CHECK(l.pixels[6] == ((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16));
   std::remove(rgb_path.c_str());
   std::remove(grey_path.c_str());
+}
+
+TEST_CASE("decode_image: alpha dropped from RGBA and grey + alpha PNGs, to RGB and to L") {
+  const Image rgba = ramp(6, 5, 4), grey_alpha = ramp(3, 7, 2);
+  const std::string rgba_path = temp_path("rgba.png"), grey_alpha_path = temp_path("grey_alpha.png");
+  REQUIRE(stbi_write_png(rgba_path.c_str(), 5, 6, 4, rgba.pixels.data(), 5 * 4));
+  REQUIRE(stbi_write_png(grey_alpha_path.c_str(), 7, 3, 2, grey_alpha.pixels.data(), 7 * 2));
+  const Image rgb = decode_image(rgba_path, 3), l = decode_image(rgba_path, 1);
+  const Image grey_rgb = decode_image(grey_alpha_path, 3), grey = decode_image(grey_alpha_path, 1);
+  REQUIRE(rgb.pixels.size() == 30 * 3);
+  REQUIRE(l.pixels.size() == 30);
+  for (size_t i = 0; i < 30; ++i) {
+    const uint8_t* p = &rgba.pixels[4 * i];
+    CHECK(rgb.pixels[3 * i] == p[0]);
+    CHECK(rgb.pixels[3 * i + 1] == p[1]);
+    CHECK(rgb.pixels[3 * i + 2] == p[2]);
+    CHECK(l.pixels[i] == ((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16));
+  }
+  REQUIRE(grey_rgb.pixels.size() == 21 * 3);
+  REQUIRE(grey.pixels.size() == 21);
+  for (size_t i = 0; i < 21; ++i) {
+    CHECK(grey.pixels[i] == grey_alpha.pixels[2 * i]);
+    for (size_t c = 0; c < 3; ++c) CHECK(grey_rgb.pixels[3 * i + c] == grey_alpha.pixels[2 * i]);
+  }
+  std::remove(rgba_path.c_str());
+  std::remove(grey_alpha_path.c_str());
 }
 
 TEST_CASE("decode_image: missing and corrupt files throw naming the path") {
