@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/error.h"
 
@@ -110,19 +111,24 @@ void horizontal_pass(const Image& in, int64_t row0, const AxisCoefficients& c, I
   }
 }
 
-// out[y] from rows c.first[y] − row0 ... of `in`, resampled along y.
+// out[y] from rows c.first[y] − row0 ... of `in`, resampled along y. The taps run outermost, each
+// adding one source row into the whole output row, so that the sums vectorise along the row
+// (integer sums, within int32 as Pillow's: their order does not change them).
 void vertical_pass(const Image& in, int64_t row0, const AxisCoefficients& c, Image& out) {
   const int64_t row = in.width * in.channels;
+  std::vector<int32_t> acc(static_cast<size_t>(row));
   for (int64_t y = 0; y < out.height; ++y) {
     const int32_t* k = &c.weights[static_cast<size_t>(y * c.taps)];
     const uint8_t* src = &in.pixels[static_cast<size_t>((c.first[static_cast<size_t>(y)] - row0) * row)];
     const int count = c.count[static_cast<size_t>(y)];
     uint8_t* dst = &out.pixels[static_cast<size_t>(y * row)];
-    for (int64_t i = 0; i < row; ++i) {
-      int32_t acc = 1 << (precision_bits - 1);
-      for (int t = 0; t < count; ++t) acc += src[t * row + i] * k[t];
-      dst[i] = clip_fixed(acc);
+    std::fill(acc.begin(), acc.end(), 1 << (precision_bits - 1));
+    for (int t = 0; t < count; ++t) {
+      const uint8_t* tap_row = src + t * row;
+      const int32_t weight = k[t];
+      for (int64_t i = 0; i < row; ++i) acc[static_cast<size_t>(i)] += tap_row[i] * weight;
     }
+    for (int64_t i = 0; i < row; ++i) dst[i] = clip_fixed(acc[static_cast<size_t>(i)]);
   }
 }
 
