@@ -3,7 +3,8 @@
 //   - per-epoch augmentation from the cached resized uint8 image (256×341): RandomCrop(224) +
 //     flip, with and without RandAugment(2, 9), then ToTensor + Normalize into float32 CHW;
 //   - decode + resize: a 500×375 JPEG (quality 90) decoded with stb_image, resized to shorter
-//     side 256 with the Pillow bicubic filter (the once-per-image cost, cacheable).
+//     side 256 with the Pillow bicubic filter (the once-per-image cost, cacheable);
+//   - then each RandAugment op alone on a 224×224 crop (microseconds per image, one thread).
 // tools/bench_augment_torch.py times torchvision/Pillow on the same sizes.
 #include <omp.h>
 #include <unistd.h>
@@ -111,6 +112,19 @@ int main(int argc, char** argv) {
     const double one = images_per_second(s.count, 1, repeats, s.body);
     const double many = images_per_second(s.count, all, repeats, s.body);
     std::printf("%-52s %10.0f %10.0f\n", s.name, one, many);
+  }
+
+  // Each op alone on a 224×224 crop at RandAugment(2, 9)'s magnitude (positive sign), one thread:
+  // where the strong view's time goes.
+  std::printf("\nRandAugment ops on a 224x224 RGB crop, microseconds per image (one thread, median of %d)\n",
+              repeats);
+  RandomStream crop_stream(2, stream_id("bench_augment_ops"));
+  const Image crop = apply_crop_flip(cached[0], draw_random_crop_flip(crop_stream, 256, 341, size), size);
+  for (int op = 0; op < num_augment_ops; ++op) {
+    const auto kind = static_cast<AugmentOp>(op);
+    const AugmentStep step{kind, augment_magnitude(kind, 9, 31, size, size)};
+    const double rate = images_per_second(64, 1, repeats, [&](int64_t) { (void)apply_augment(crop, step); });
+    std::printf("  %-14s %8.1f\n", std::string(augment_op_name(kind)).c_str(), 1e6 / rate);
   }
   std::filesystem::remove_all(dir);
   return 0;
