@@ -12,6 +12,7 @@
 #include "data/augment_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -213,16 +214,16 @@ void smooth(const uint8_t* src, uint8_t* dst, int64_t height, int64_t width, int
 void histogram(const uint8_t* src, int64_t pixels, int64_t channels, int64_t* hist) {
   std::fill(hist, hist + 256 * channels, 0);
   if (channels == 3) {
-    // Even and odd pixels count into separate tables, so that neighbours of one value (most of an
-    // image's) do not wait on each other's increment of one bin.
-    std::vector<int64_t> counts(2 * 768, 0);
+    // Odd pixels count into a table of their own, added at the end, so that neighbours of one value
+    // (most of an image's) do not wait on each other's increment of one bin.
+    std::array<int64_t, 768> odd{};
     int64_t i = 0;
     for (; i + 2 <= pixels; i += 2, src += 6) {
-      ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
-      ++counts[768 + src[3]], ++counts[1024 + src[4]], ++counts[1280 + src[5]];
+      ++hist[src[0]], ++hist[256 + src[1]], ++hist[512 + src[2]];
+      ++odd[src[3]], ++odd[256 + src[4]], ++odd[512 + src[5]];
     }
-    if (i < pixels) ++counts[src[0]], ++counts[256 + src[1]], ++counts[512 + src[2]];
-    for (size_t k = 0; k < 768; ++k) hist[k] = counts[k] + counts[768 + k];
+    if (i < pixels) ++hist[src[0]], ++hist[256 + src[1]], ++hist[512 + src[2]];
+    for (size_t k = 0; k < odd.size(); ++k) hist[k] += odd[k];
     return;
   }
   for (int64_t i = 0; i < pixels; ++i)

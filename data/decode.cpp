@@ -185,7 +185,7 @@ Image decode_image_bytes(std::span<const uint8_t> bytes, const std::string& path
     std::memcpy(out, src, image.pixels.size());  // RGB to RGB, grey to grey: as decoded
   } else if (channels == 3 && file_channels == 4) {  // RGBA to RGB
     for (int64_t i = 0; i < pixels; ++i)
-      out[3 * i] = src[4 * i], out[3 * i + 1] = src[4 * i + 1], out[3 * i + 2] = src[4 * i + 2];
+      for (int64_t c = 0; c < 3; ++c) out[3 * i + c] = src[i * step + c];
   } else if (channels == 3) {  // grey (and alpha) to RGB
     for (int64_t i = 0; i < pixels; ++i) out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = src[i * step];
   } else if (file_channels <= 2) {  // grey and alpha to grey
