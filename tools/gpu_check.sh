@@ -10,14 +10,14 @@
 # stage's tail and time, the verdicts) and logs.tar.gz (each stage's whole log, rewritten after
 # every stage) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench demo demo-jobs pairs mpi sanitize
-#                                    (default: all, in this order)
+#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench mpi demo demo-jobs pairs sanitize
+#                                    (default: all, in this order: a call cut off at its bound loses the last)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench demo demo-jobs pairs mpi sanitize}
+STAGES=${*:-step epoch fidelity test bench mpi demo demo-jobs pairs sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -47,7 +47,10 @@ wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 locate_library() {
   local variable=$1 file=$2 package=$3
   [ -n "${!variable:-}" ] && return
-  ldconfig -p | grep -q "$file " && return
+  if ldconfig -p | grep -q "$file "; then
+    say "$file: on the loader's path ($(ldconfig -p | awk -v name="$file" '$1 == name {print $NF; exit}'))"
+    return
+  fi
   local found
   found=$( (ls /usr/local/cuda*/lib64/"$file" /usr/lib/x86_64-linux-gnu/"$file" 2>/dev/null
     python3 -c "import nvidia.$package, os; print(os.path.join(nvidia.$package.__path__[0], 'lib', '$file'))" \
@@ -137,48 +140,6 @@ if wants bench; then
   python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
   stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
 fi
-if wants demo; then
-  for precision in fp32 bf16; do
-    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
-      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
-  done
-fi
-# How many of the demo's small runs the GPU sustains side by side (make demo runs one at a time on a
-# GPU): four SimGCD seeds one at a time and all four at once, each way's wall time, and whether the
-# table is the same both ways (it must be: each run is a process of its own, and its kernels give
-# the same bits whatever runs beside them).
-# Then four at once again with the frozen blocks as CUDA graphs (MCDL_CUDA_GRAPHS=frozen), whose
-# table must be the same too (the graphs replay the eager bits).
-demo_jobs() {
-  for way in 1 4 4-graphs; do
-    local start=$SECONDS jobs=${way%%-*} graphs=off
-    [ "$way" = 4-graphs ] && graphs=frozen
-    MCDL_CUDA_GRAPHS=$graphs DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd \
-      DEMO_OUT="/tmp/demo-jobs-$way" tools/demo.sh > "/tmp/demo-jobs-$way.txt" 2>&1 ||
-      { cat "/tmp/demo-jobs-$way.txt"; return 1; }
-    echo "DEMO_JOBS=$jobs, CUDA graphs $graphs: $((SECONDS - start)) s for 4 SimGCD runs"
-    sed -n '/in all\./,$p' "/tmp/demo-jobs-$way.txt" | tail -n +2 > "/tmp/demo-jobs-$way.table"
-  done
-  cat /tmp/demo-jobs-1.table
-  for way in 4 4-graphs; do
-    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$way.table" && echo "table with $way: the same" ||
-      echo "table with $way: DIFFERENT"
-  done
-}
-wants demo-jobs && stage demo-jobs demo_jobs
-# The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
-# rows) on the GPU while the CPU cores run its validation study beside it (seeds 1-5 of SimGCD,
-# robust and robust with the class cap, one single-threaded run per core), each bounded.
-if wants pairs; then
-  cores=$(nproc)
-  DATA_ROOT=.gpu/fmnist STUDY_DATASET=fmnist-pairs STUDY_PROTOCOLS=validation STUDY_CONFIGS="simgcd robust robust-class-cap" \
-    STUDY_JOBS=$((cores > 3 ? cores - 2 : 1)) STUDY_OUT=/tmp/study-pairs timeout 290 tools/study.sh \
-    > "$LOGS/pairs-study.log" 2>&1 &
-  study=$!
-  stage pairs-demo env DATA_ROOT=.gpu/fmnist DATASET=fmnist-pairs SEEDS="1 2 3" DEMO_OUT=/tmp/demo-pairs \
-    timeout 290 tools/demo.sh
-  wait "$study"; say "== pairs-study (CPU, exit $?):"; tail -n 20 "$LOGS/pairs-study.log" | tee -a "$REPORT"
-fi
 # Two processes on the GPU (mpirun, the bundled MPI plugin) against one process with the same
 # --shards: a short SimGCD + MCDL run on fmnist-pairs, the GPU data between the processes through
 # host memory (--gpu-collectives host), then through NCCL (nccl; NCCL may refuse two ranks on one
@@ -225,9 +186,52 @@ mpi_runs() {
 if wants mpi; then
   stage mpi mpi_runs
 fi
+if wants demo; then
+  for precision in fp32 bf16; do
+    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
+      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
+  done
+fi
+# How many of the demo's small runs the GPU sustains side by side (make demo runs one at a time on a
+# GPU): four SimGCD seeds one at a time and all four at once, each way's wall time, and whether the
+# table is the same both ways (it must be: each run is a process of its own, and its kernels give
+# the same bits whatever runs beside them).
+# Then four at once again with the frozen blocks as CUDA graphs (MCDL_CUDA_GRAPHS=frozen), whose
+# table must be the same too (the graphs replay the eager bits).
+demo_jobs() {
+  for way in 1 4 4-graphs; do
+    local start=$SECONDS jobs=${way%%-*} graphs=off
+    [ "$way" = 4-graphs ] && graphs=frozen
+    MCDL_CUDA_GRAPHS=$graphs DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd \
+      DEMO_OUT="/tmp/demo-jobs-$way" tools/demo.sh > "/tmp/demo-jobs-$way.txt" 2>&1 ||
+      { cat "/tmp/demo-jobs-$way.txt"; return 1; }
+    echo "DEMO_JOBS=$jobs, CUDA graphs $graphs: $((SECONDS - start)) s for 4 SimGCD runs"
+    sed -n '/in all\./,$p' "/tmp/demo-jobs-$way.txt" | tail -n +2 > "/tmp/demo-jobs-$way.table"
+  done
+  cat /tmp/demo-jobs-1.table
+  for way in 4 4-graphs; do
+    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$way.table" && echo "table with $way: the same" ||
+      echo "table with $way: DIFFERENT"
+  done
+}
+wants demo-jobs && stage demo-jobs demo_jobs
+# The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
+# rows) on the GPU while the CPU cores run its validation study beside it (seeds 1-5 of SimGCD,
+# robust and robust with the class cap, one single-threaded run per core), each bounded.
+if wants pairs; then
+  cores=$(nproc)
+  DATA_ROOT=.gpu/fmnist STUDY_DATASET=fmnist-pairs STUDY_PROTOCOLS=validation STUDY_CONFIGS="simgcd robust robust-class-cap" \
+    STUDY_JOBS=$((cores > 3 ? cores - 2 : 1)) STUDY_OUT=/tmp/study-pairs timeout 290 tools/study.sh \
+    > "$LOGS/pairs-study.log" 2>&1 &
+  study=$!
+  stage pairs-demo env DATA_ROOT=.gpu/fmnist DATASET=fmnist-pairs SEEDS="1 2 3" DEMO_OUT=/tmp/demo-pairs \
+    timeout 290 tools/demo.sh
+  wait "$study"; say "== pairs-study (CPU, exit $?):"; tail -n 20 "$LOGS/pairs-study.log" | tee -a "$REPORT"
+fi
 # compute-sanitizer (found by tools/gpu_sanitize.sh: PATH, else $CUDA_HOME/bin, default
-# /usr/local/cuda) on the bundled build/mcdl_tests_gpu; any error fails its stage. The other stages
-# take about 4 minutes on an H200, so these are bounded to 4 more, within one 10-minute call:
+# /usr/local/cuda) on the bundled build/mcdl_tests_gpu; any error fails its stage. On an H200
+# (2026-11-29) the stages from step to demo took about 9 minutes, so one 10-minute call does not
+# reach these: give them a call of their own (tools/gpu_check.sh sanitize), about 4 minutes:
 # memcheck with the leak check over every case but the training runs and the loader (2 min), then
 # racecheck, initcheck and synccheck (40 s each) over the kernels with shared memory and barriers
 # (reductions, softmax, LayerNorm, the losses, the memory banks and buckets, the mask scan, bf16
