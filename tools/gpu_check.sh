@@ -136,6 +136,13 @@ for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn", "bf16-tanh"):
     print(f"{p}: CLS cosine to fp32 over {len(cos)} photos: min {cos.min():.6f}, mean {cos.mean():.6f}")'
 fi
 wants test && stage test build/mcdl_tests_gpu
+# cuDNN's own reasons when it offers no engine for a graph (its warnings only: the full log runs to
+# megabytes), counted: on the H200 of 2026-11-29 its attention was refused in its MHA pattern match.
+cudnn_reasons() {
+  CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu '--test-case=cuDNN*' > /dev/null 2>&1
+  grep -E "Reason:|No viable" /tmp/cudnn-warnings.log | sed 's/^[a-zA-Z]! *//' | sort | uniq -c | sort -rn | head -20
+}
+wants test && stage cudnn-reasons cudnn_reasons
 if wants bench; then
   python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
   stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
