@@ -121,61 +121,57 @@ inline void resample_rows_loop(const uint8_t* in, int64_t row, int64_t row0, con
 #endif
 
 // resample_rows_loop built for AVX-512 or AVX2 where the processor has them: baseline x86-64 has
-// no 32-bit lane multiply, and its build runs at a third to a half of their speed.
+// no 32-bit lane multiply, and its build runs at a third to a half of their speed. `acc` holds
+// `row` sums.
 void resample_rows(const uint8_t* in, int64_t row, int64_t row0, const AxisCoefficients& c, int64_t out_rows,
-                   uint8_t* out) {
-  std::vector<int32_t> acc(static_cast<size_t>(row));
+                   uint8_t* out, int32_t* acc) {
 #ifndef __clang__
-  if (cpu::has_avx512bw()) return resample_rows_sixteen_lanes(in, row, row0, c, out_rows, out, acc.data());
-  if (cpu::has_avx2()) return resample_rows_eight_lanes(in, row, row0, c, out_rows, out, acc.data());
+  if (cpu::has_avx512bw()) return resample_rows_sixteen_lanes(in, row, row0, c, out_rows, out, acc);
+  if (cpu::has_avx2()) return resample_rows_eight_lanes(in, row, row0, c, out_rows, out, acc);
 #endif
-  resample_rows_loop(in, row, row0, c, out_rows, out, acc.data());
+  resample_rows_loop(in, row, row0, c, out_rows, out, acc);
 }
 
 // dst (width × height pixels) is src (height × width pixels) transposed, in tiles that keep both
-// sides in cache. Three-byte pixels travel as four bytes (the fourth is the next pixel's first
-// byte, or padding, and is never read back): a four-byte copy is one load and one store. The
-// last pixel of a row is read or written as three bytes, so that no copy reaches past an image
-// nor overwrites a row already written.
-constexpr int64_t transpose_tile = 16;
+// sides in cache: for_each_tile calls body(y0, y1, x0, x1) for each tile of the source.
+// Three-byte pixels travel as four bytes (the fourth is the next pixel's first byte, or padding,
+// and is never read back): a four-byte copy is one load and one store. The last pixel of a row
+// is read or written as three bytes, so that no copy reaches past an image nor overwrites a row
+// already written.
+template <typename Body>
+void for_each_tile(int64_t height, int64_t width, Body body) {
+  constexpr int64_t tile = 16;
+  for (int64_t y0 = 0; y0 < height; y0 += tile)
+    for (int64_t x0 = 0; x0 < width; x0 += tile) body(y0, std::min(height, y0 + tile), x0, std::min(width, x0 + tile));
+}
 
 void transpose_rgb_to_padded(const uint8_t* src, int64_t height, int64_t width, uint8_t* dst) {
-  for (int64_t y0 = 0; y0 < height; y0 += transpose_tile) {
-    const int64_t y1 = std::min(height, y0 + transpose_tile);
-    for (int64_t x0 = 0; x0 < width; x0 += transpose_tile) {
-      const int64_t x1 = std::min(width - 1, x0 + transpose_tile);
-      for (int64_t y = y0; y < y1; ++y) {
-        const uint8_t* s = src + y * width * 3;
-        for (int64_t x = x0; x < x1; ++x) std::memcpy(dst + (x * height + y) * 4, s + 3 * x, 4);
-        if (x1 == width - 1) std::memcpy(dst + (x1 * height + y) * 4, s + 3 * x1, 3);
-      }
+  for_each_tile(height, width, [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+    const int64_t whole = std::min(x1, width - 1);  // pixels copied as four bytes
+    for (int64_t y = y0; y < y1; ++y) {
+      const uint8_t* s = src + y * width * 3;
+      for (int64_t x = x0; x < whole; ++x) std::memcpy(dst + (x * height + y) * 4, s + 3 * x, 4);
+      if (x1 == width) std::memcpy(dst + ((width - 1) * height + y) * 4, s + 3 * (width - 1), 3);
     }
-  }
+  });
 }
 
 void transpose_padded_to_rgb(const uint8_t* src, int64_t height, int64_t width, uint8_t* dst) {
-  for (int64_t y0 = 0; y0 < height; y0 += transpose_tile) {
-    const int64_t y1 = std::min(height - 1, y0 + transpose_tile);
-    for (int64_t x0 = 0; x0 < width; x0 += transpose_tile) {
-      const int64_t x1 = std::min(width, x0 + transpose_tile);
-      for (int64_t x = x0; x < x1; ++x) {
-        uint8_t* d = dst + x * height * 3;
-        for (int64_t y = y0; y < y1; ++y) std::memcpy(d + 3 * y, src + (y * width + x) * 4, 4);
-        if (y1 == height - 1) std::memcpy(d + 3 * y1, src + (y1 * width + x) * 4, 3);
-      }
+  for_each_tile(height, width, [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+    const int64_t whole = std::min(y1, height - 1);  // pixels written as four bytes
+    for (int64_t x = x0; x < x1; ++x) {
+      uint8_t* d = dst + x * height * 3;
+      for (int64_t y = y0; y < whole; ++y) std::memcpy(d + 3 * y, src + (y * width + x) * 4, 4);
+      if (y1 == height) std::memcpy(d + 3 * (height - 1), src + ((height - 1) * width + x) * 4, 3);
     }
-  }
+  });
 }
 
 void transpose_grey(const uint8_t* src, int64_t height, int64_t width, uint8_t* dst) {
-  for (int64_t y0 = 0; y0 < height; y0 += transpose_tile) {
-    const int64_t y1 = std::min(height, y0 + transpose_tile);
-    for (int64_t x0 = 0; x0 < width; x0 += transpose_tile) {
-      const int64_t x1 = std::min(width, x0 + transpose_tile);
-      for (int64_t y = y0; y < y1; ++y)
-        for (int64_t x = x0; x < x1; ++x) dst[x * height + y] = src[y * width + x];
-    }
-  }
+  for_each_tile(height, width, [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+    for (int64_t y = y0; y < y1; ++y)
+      for (int64_t x = x0; x < x1; ++x) dst[x * height + y] = src[y * width + x];
+  });
 }
 
 // Buffers kept by each thread between calls. A fresh allocation of an image's size is a fresh
@@ -183,7 +179,9 @@ void transpose_grey(const uint8_t* src, int64_t height, int64_t width, uint8_t* 
 // 4 MB (photos of over a megapixel, whose decoding costs more) are given back after each call.
 struct ResizeScratch {
   std::vector<uint8_t> columns, resampled, horizontal;
-  static uint8_t* bytes(std::vector<uint8_t>& buffer, int64_t size) {
+  std::vector<int32_t> sums;  // resample_rows' accumulators
+  template <typename T>
+  static T* grown(std::vector<T>& buffer, int64_t size) {
     if (static_cast<size_t>(size) > buffer.size()) buffer.resize(static_cast<size_t>(size));
     return buffer.data();
   }
@@ -191,6 +189,7 @@ struct ResizeScratch {
     constexpr size_t kept = size_t{4} << 20;
     for (auto* buffer : {&columns, &resampled, &horizontal})
       if (buffer->capacity() > kept) std::vector<uint8_t>().swap(*buffer);
+    if (sums.capacity() * sizeof(int32_t) > kept) std::vector<int32_t>().swap(sums);
   }
 };
 
@@ -202,17 +201,14 @@ void horizontal_pass(const Image& in, int64_t row0, int64_t rows, const AxisCoef
                      ResizeScratch& scratch, uint8_t* out) {
   const uint8_t* src = &in.pixels[static_cast<size_t>(row0 * in.width * in.channels)];
   const int64_t lanes = in.channels == 3 ? 4 : 1;  // bytes per pixel while transposed
-  uint8_t* columns = ResizeScratch::bytes(scratch.columns, in.width * rows * lanes);
-  uint8_t* resampled = ResizeScratch::bytes(scratch.resampled, out_width * rows * lanes);
-  if (lanes == 4) {
-    transpose_rgb_to_padded(src, rows, in.width, columns);
-    resample_rows(columns, rows * lanes, 0, c, out_width, resampled);
-    transpose_padded_to_rgb(resampled, out_width, rows, out);
-  } else {
-    transpose_grey(src, rows, in.width, columns);
-    resample_rows(columns, rows, 0, c, out_width, resampled);
-    transpose_grey(resampled, out_width, rows, out);
-  }
+  uint8_t* columns = ResizeScratch::grown(scratch.columns, in.width * rows * lanes);
+  uint8_t* resampled = ResizeScratch::grown(scratch.resampled, out_width * rows * lanes);
+  int32_t* sums = ResizeScratch::grown(scratch.sums, rows * lanes);
+  if (lanes == 4) transpose_rgb_to_padded(src, rows, in.width, columns);
+  else transpose_grey(src, rows, in.width, columns);
+  resample_rows(columns, rows * lanes, 0, c, out_width, resampled, sums);
+  if (lanes == 4) transpose_padded_to_rgb(resampled, out_width, rows, out);
+  else transpose_grey(resampled, out_width, rows, out);
 }
 
 }  // namespace
@@ -240,12 +236,15 @@ Image resize_bicubic(const Image& image, int64_t out_width, int64_t out_height) 
     const int64_t rows = need_vertical ? row_last - row_first : image.height;
     source_row0 = need_vertical ? row_first : 0;
     uint8_t* result =
-        need_vertical ? ResizeScratch::bytes(scratch.horizontal, rows * out_width * image.channels) : out.pixels.data();
+        need_vertical ? ResizeScratch::grown(scratch.horizontal, rows * out_width * image.channels) : out.pixels.data();
     horizontal_pass(image, source_row0, rows, horizontal, out_width, scratch, result);
     source = result;
   }
-  if (need_vertical)
-    resample_rows(source, out_width * image.channels, source_row0, vertical, out_height, out.pixels.data());
+  if (need_vertical) {
+    const int64_t row = out_width * image.channels;
+    resample_rows(source, row, source_row0, vertical, out_height, out.pixels.data(),
+                  ResizeScratch::grown(scratch.sums, row));
+  }
   scratch.trim();
   return out;
 }
