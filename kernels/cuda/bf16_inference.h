@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/bf16.h"
 
@@ -53,6 +54,15 @@ void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t
 // when the loaded library refuses it. What a machine without a GPU can check of the real library;
 // its heuristics and plans need the device.
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim);
+// Asks the loaded cuDNN, without a GPU, whether its engines take that graph on the device that
+// `device_properties` describes (cuDNN's device-property JSON, read by cuDNN 9.8 and later): each
+// engine is configured for that device, and the configuration's status is returned by engine
+// index. CUDNN_STATUS_SUCCESS, or CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING from an
+// engine that compiles its kernels at run time (which needs the driver), mean that the engine's
+// pattern matcher accepted the graph. Throws where the library cannot describe a device (the
+// emulated cuDNN cannot) or refuses the graph or the description.
+std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
+                                                      const std::string& device_properties);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
 // the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)
 // and the probabilities normalised before their rounding.

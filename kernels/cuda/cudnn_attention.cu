@@ -5,10 +5,15 @@
 // graph NVIDIA's cudnn-frontend builds for an inference SDPA node (its "composite" form):
 //
 //   S = Q·Kᵀ (fp32)   S' = S·scale   M = max over keys (S')   E = exp(S' − M)
-//   Z = Σ over keys (E)   P = E / Z (bf16)   O = P·V (bf16)
+//   Z = Σ over keys (E)   L = M + log Z (virtual)   P = E / Z (bf16)   O = P·V (bf16)
 //
-// with Q, K and V read in place from the fused projection qkv [B, T, 3, H, hd] through strides,
-// and O written as [B, T, H, hd]. One execution plan per shape, built on first use and kept; the
+// L, the softmax statistics a training graph writes out, is computed into a virtual tensor that
+// nothing reads: the frontend emits it for inference too, and cuDNN's pattern matcher requires it.
+// Without it cuDNN 9.14 on an H200 and 9.19 told about an H100 without one (below) reject the
+// graph in every engine ("Dropout set of ops not configured correctly").
+//
+// Q, K and V are read in place from the fused projection qkv [B, T, 3, H, hd] through strides, and
+// O is written as [B, T, H, hd]. One execution plan per shape, built on first use and kept; the
 // scale is a by-value scalar, so it is not part of the plan.
 #include <algorithm>
 #include <cstdint>
@@ -83,6 +88,10 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
   g.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, numerators);
   const auto& row_sum = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1}, alignment_bytes);
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, numerators, row_sum);
+  const auto& log_sum = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1}, alignment_bytes);
+  g.pointwise(CUDNN_POINTWISE_LOG, row_sum, nullptr, log_sum);
+  const auto& statistics = g.intermediate(CUDNN_DATA_FLOAT, {b, h, t, 1}, alignment_bytes);
+  g.pointwise(CUDNN_POINTWISE_ADD, row_max, &log_sum, statistics);
   const auto& probabilities = g.intermediate(CUDNN_DATA_BFLOAT16, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_DIV, numerators, &row_sum, probabilities);
   g.matmul(probabilities, v, o);
@@ -210,6 +219,37 @@ const BackendDescriptor* usable_plan(const bf16* qkv, const bf16* context, const
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim) {
   CudnnGraph g;
   (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
+}
+
+std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
+                                                      const std::string& device_properties) {
+  const CudnnLibrary& lib = cudnn_library();
+  CudnnGraph g;
+  const BackendDescriptor& graph = build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
+  BackendDescriptor& device = g.keep(BackendDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR));
+  device
+      .set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, static_cast<int64_t>(device_properties.size()),
+           device_properties.data())
+      .finalize();
+  int64_t engines = 0, returned = 0;
+  check_cudnn(lib.get_attribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
+                                &returned, &engines),
+              "cudnnBackendGetAttribute (the graph's engine count)");
+  std::vector<int> verdicts;
+  for (int64_t index = 0; index < engines; ++index) {
+    BackendDescriptor& engine = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+    engine.set_descriptor(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph)
+        .set_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, index)
+        .set_descriptor(CUDNN_ATTR_ENGINE_DEVICEPROP, device);
+    cudnnStatus_t status = engine.try_finalize();
+    if (status == CUDNN_STATUS_SUCCESS) {  // the engine exists; its configuration checks the graph
+      BackendDescriptor& config = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      config.set_descriptor(CUDNN_ATTR_ENGINECFG_ENGINE, engine);
+      status = config.try_finalize();
+    }
+    verdicts.push_back(static_cast<int>(status));
+  }
+  return verdicts;
 }
 
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,

@@ -21,7 +21,9 @@
 //
 // Not emulated: speed, fusion, workspaces, and the real library's support surface: cuDNN offers an
 // engine only for graphs one of its engines implements (the fused attention's pattern, say), while
-// this one runs any graph of the operations above, so only a GPU says whether cuDNN takes a graph.
+// this one runs any graph of the operations above. Whether cuDNN's engines take a graph the real
+// library says without a GPU, told about a device (attention_bf16_cudnn_engine_verdicts); the
+// emulator describes no device.
 // Where the emulator refuses is stricter than cuDNN too: cuDNN 9.26 (tried on a host without a
 // GPU) accepts an unfinalized tensor as an attribute, broadcast shapes that do not fit, a unary
 // mode given B, a virtual tensor no operation writes, or an id twice in a variant pack, and leaves
@@ -159,6 +161,7 @@ const char* type_name(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: return "OPERATION_MATMUL";
     case CUDNN_BACKEND_REDUCTION_DESCRIPTOR: return "REDUCTION";
     case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: return "OPERATION_REDUCTION";
+    case CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR: return nullptr;  // a real device's description: not emulated
   }
   return nullptr;
 }
@@ -279,6 +282,7 @@ cudnnStatus_t read_elements(cudnnBackendAttributeType_t type, int64_t count, con
       case CUDNN_TYPE_HEUR_MODE:  // C enums: int-sized
         out.integers.push_back(static_cast<const int*>(elements)[i]);
         break;
+      case CUDNN_TYPE_CHAR: out.integers.push_back(static_cast<const char*>(elements)[i]); break;
       case CUDNN_TYPE_FLOAT: out.reals.push_back(static_cast<const float*>(elements)[i]); break;
       case CUDNN_TYPE_DOUBLE: out.reals.push_back(static_cast<const double*>(elements)[i]); break;
       case CUDNN_TYPE_VOID_PTR:
@@ -622,6 +626,7 @@ cudnnStatus_t finalize(Descriptor& d) {
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
       return finalize_with_graph(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: return finalize_variant_pack(d);
+    case CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR: break;  // never created here
   }
   return fail(CUDNN_STATUS_NOT_SUPPORTED, "unknown descriptor type");
 }
@@ -753,6 +758,8 @@ const char* cudnnGetErrorString(cudnnStatus_t status) {
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
     case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN: return "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN";
     case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
+    case CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING:
+      return "CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING";
     case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
     case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED:
       return "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED";

@@ -253,11 +253,42 @@ TEST_CASE("cuDNN's attention: the sizes it refuses, a missing library, and the f
   check_path(random_qkv(1, 7, 3, 32, 61), 3, "attention_bf16");
 }
 
+// An H100 SXM as cuDNN's device-property JSON describes a device (the keys cuDNN 9 reads; the
+// values from NVIDIA's published H100 figures): compute capability 9.0, 132 SMs, 227 KB of shared
+// memory per block, 50 MB of L2.
+constexpr const char* kHopperDescription =
+    R"({"deviceName":"NVIDIA H100 80GB HBM3","deviceVer":900,"driverVer":13000,"cudaDeviceId":0,)"
+    R"("multiProcessorCount":132,"smClockRateKHz":1980000,"memClockRateKHz":2619000,"l2CacheSize":52428800,)"
+    R"("totalGlobalMem":85045870592,"maxGridSize":[2147483647,65535,65535],"maxBlockSize":[1024,1024,64],)"
+    R"("maxThreadsPerBlock":1024,"maxThreadsPerSM":2048,"maxCtasPerSM":32,"regsPerBlock":65536,)"
+    R"("maxRegistersPerSM":65536,"warpSize":32,"maxSharedMemoryPerBlock":49152,)"
+    R"("maxSharedMemoryPerBlockOptin":232448,"reservedSharedMemoryPerBlock":1024,"pciDeviceId":9008,)"
+    R"("isTccDriver":0,"supportCoopLaunch":1})";
+
+// The engines whose configuration accepted the graph (see attention_bf16_cudnn_engine_verdicts),
+// as "index: status" text for the message.
+std::string accepting_engines(const std::vector<int>& verdicts, int* accepted) {
+  std::string text;
+  *accepted = 0;
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(i) + ": " + std::to_string(verdicts[i]);
+    if (verdicts[i] == CUDNN_STATUS_SUCCESS || verdicts[i] == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING)
+      ++*accepted;
+  }
+  return text;
+}
+
 // The real cuDNN, where one is installed (every machine of this project has cuDNN 9 with the CUDA
 // toolkit), accepts the attention's graph: every descriptor, attribute and operation as it checks
-// them. Its heuristics need a GPU, so whether it offers an engine is the GPU suite's test above.
-TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it without a GPU") {
+// them. And told about a Hopper GPU it has not got, its engines' pattern matchers take the graph:
+// the check that failed on an H200 (cuDNN 9.14 offered no engine: "Dropout set of ops not
+// configured correctly") and that this machine reproduces (cuDNN 9.19), before the graph computed
+// the softmax statistics as cudnn-frontend's does.
+TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it, and its engines take it for a Hopper GPU") {
   cuda::check_attention_bf16_cudnn_graph(2, 5, 2, 32);  // the library loaded by default
+  if (cuda::cudnn_library().emulated)
+    CHECK_THROWS_WITH(cuda::attention_bf16_cudnn_engine_verdicts(2, 5, 2, 32, kHopperDescription),
+                      doctest::Contains("descriptor type 38 is not emulated"));
 #if defined(__SANITIZE_ADDRESS__)
   MESSAGE("left out under AddressSanitizer: the real cuDNN keeps allocations to the process's end");
 #else
@@ -277,5 +308,15 @@ TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it without a G
   for (const AttentionCase& c : kAttentionCases)
     CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(c.batch, c.tokens, c.heads, c.head_dim));
   CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(128, 197, 12, 64));
+  // ViT-B/16 at 224 px, DINOv2's ViT-B/14 without and with registers, ViT-S/14, the demo's model.
+  for (const AttentionCase& c :
+       {AttentionCase{128, 197, 12, 64}, {128, 257, 12, 64}, {128, 261, 12, 64}, {128, 257, 6, 64}, {64, 17, 2, 32}}) {
+    int accepted = 0;
+    const std::string verdicts = accepting_engines(
+        cuda::attention_bf16_cudnn_engine_verdicts(c.batch, c.tokens, c.heads, c.head_dim, kHopperDescription),
+        &accepted);
+    INFO("B ", c.batch, " T ", c.tokens, " H ", c.heads, " hd ", c.head_dim, ": engine statuses ", verdicts);
+    CHECK(accepted > 0);
+  }
 #endif
 }
