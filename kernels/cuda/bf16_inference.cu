@@ -3,6 +3,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/cuda/async_copy.h"
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
@@ -332,37 +333,40 @@ void launch_attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
 
 // ---- The register-resident attention (attention_bf16_flash) ----
 // FlashAttention-2's arrangement on mma.sync (kernels/cuda/mma.h), whose register layout is
-// documented: a warp owns 16 query rows, held as A operands. For each step of 64 keys the scores
-// S = Q·Kᵀ stay in the warp's registers as eight 16×8 accumulators; each row's max and sum are
-// taken across the four lanes that hold it; the numerators P = exp(scale·S − max), rounded to
+// documented: a warp owns 32 query rows, two 16-row tiles held as A operands, so that every key
+// and value fragment it loads from shared memory serves two products. For each step of 64 keys
+// the scores S = Q·Kᵀ stay in the warp's registers as 16×8 accumulators; each row's max and sum
+// are taken across the four lanes that hold it; the numerators P = exp(scale·S − max), rounded to
 // bf16, become the A operand of O += P·V in place; and the output accumulators are rescaled row by
-// row in registers. The block's warps stage the keys (row-major) and the values (transposed, so
-// that a B operand is one 32-bit load) in shared memory together. Nothing goes through shared
-// memory per warp, unlike the WMMA kernel above, whose fragment layout is unknown.
-constexpr int flash_keys = 64;   // keys staged per step: eight 8-key tiles of scores
-constexpr int flash_warps = 4;   // 64 query rows per block
-
-template <int HD>
-struct FlashLayout {
-  static constexpr int ld_k = HD + 8;          // bf16 per staged key row: a lane quad's loads hit 32 banks
-  static constexpr int ld_vt = flash_keys + 8;  // bf16 per staged value column (a row of Vᵀ)
-  static constexpr size_t k_bytes = flash_keys * ld_k * sizeof(bf16);
-  static constexpr size_t bytes = k_bytes + HD * ld_vt * sizeof(bf16);
-};
+// row in registers. The block's threads stage the keys and the values row by row in shared memory
+// with asynchronous copies (kernels/cuda/async_copy.h), the next step's while the warps compute on
+// this one (two buffers); ldmatrix reads the key fragments as they lie and the value fragments
+// transposed, so nothing is transposed on the way in.
+constexpr int flash_keys = 64;        // keys staged per step: eight 8-key tiles of scores
+constexpr int flash_warps = 4;
+constexpr int flash_query_tiles = 2;  // 16-row tiles of queries per warp
+constexpr int flash_block_rows = 16 * flash_query_tiles * flash_warps;  // query rows per block: 128
 
 __device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+template <int HD>
+struct FlashLayout {
+  static constexpr int ld = HD + 8;  // bf16 per staged row: ldmatrix's eight row addresses hit distinct banks
+  static constexpr int tile = flash_keys * ld;               // bf16 per staged tile (keys or values)
+  static constexpr size_t bytes = 2 * 2 * tile * sizeof(bf16);  // two buffers of keys and values
+};
+
 // qkv [B, T, 3, H, HD] → context [B, T, H, HD]; block x covers head x / query_groups (b·H + h)
-// and its query rows from (x % query_groups)·64 on.
+// and its query rows from (x % query_groups)·128 on.
 template <int HD>
 __global__ void __launch_bounds__(32 * flash_warps)
     attention_bf16_flash_kernel(const bf16* __restrict__ qkv, bf16* __restrict__ context, int64_t tokens,
                                 int64_t heads, int64_t query_groups, float scale_log2) {
   using Layout = FlashLayout<HD>;
   constexpr int k_steps = HD / 16, out_tiles = HD / 8, score_tiles = flash_keys / 8, packs = HD / 8;
+  constexpr int mt = flash_query_tiles;
   MCDL_DYNAMIC_SHARED(unsigned char, shared);
-  bf16* keys = reinterpret_cast<bf16*>(shared);
-  bf16* values_t = reinterpret_cast<bf16*>(shared + Layout::k_bytes);
+  bf16* const staged = reinterpret_cast<bf16*>(shared);  // [buffer][keys, values][flash_keys][ld]
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
 
@@ -371,129 +375,186 @@ __global__ void __launch_bounds__(32 * flash_warps)
   const bf16* q_first = qkv + b * tokens * row_stride + h * HD;
   const bf16* k_first = q_first + heads * HD;
   const bf16* v_first = q_first + 2 * heads * HD;
-  const int64_t first_query = (blockIdx.x % query_groups * flash_warps + warp) * 16;
-  const bool active = first_query < tokens;  // the last block's spare warps only help staging
-  const int64_t row_lo = first_query + g, row_hi = first_query + g + 8;
+  const int64_t first_query = blockIdx.x % query_groups * flash_block_rows + warp * 16 * mt;
+  // Query tiles past the last token are skipped (warp-uniform), a warp with none only stages.
+  const int tiles = first_query >= tokens ? 0 : (tokens - first_query > 16 ? mt : 1);
 
-  // Q as A operands, read once (zero rows past the last token).
-  uint32_t q[k_steps][4];
-  MCDL_UNROLL
-  for (int s = 0; s < k_steps; ++s) {
-    const int col = 16 * s + 2 * t;
-    q[s][0] = row_lo < tokens ? load_pair(q_first + row_lo * row_stride + col) : 0u;
-    q[s][1] = row_hi < tokens ? load_pair(q_first + row_hi * row_stride + col) : 0u;
-    q[s][2] = row_lo < tokens ? load_pair(q_first + row_lo * row_stride + col + 8) : 0u;
-    q[s][3] = row_hi < tokens ? load_pair(q_first + row_hi * row_stride + col + 8) : 0u;
-  }
-  float out[out_tiles][4];
-  MCDL_UNROLL
-  for (int n = 0; n < out_tiles; ++n) out[n][0] = out[n][1] = out[n][2] = out[n][3] = 0.0f;
-  // Per row (g, then g + 8): the running max, and this lane's part of the running sum.
-  float running_max[2] = {-INFINITY, -INFINITY}, running_sum[2] = {0.0f, 0.0f};
-
-  for (int64_t key0 = 0; key0 < tokens; key0 += flash_keys) {
-    const int valid = static_cast<int>(tokens - key0 < flash_keys ? tokens - key0 : flash_keys);
-    __syncthreads();  // every warp is done with the previous keys and values
+  AsyncCopies copies;
+  // Stages keys and values key0 .. key0 + 63 into `buffer`, zeros past the last token.
+  const auto stage = [&](int buffer, int64_t key0) {
+    bf16* keys = staged + buffer * 2 * Layout::tile;
+    bf16* values = keys + Layout::tile;
     for (int i = static_cast<int>(threadIdx.x); i < flash_keys * packs; i += static_cast<int>(blockDim.x)) {
       const int r = i / packs, p = i % packs;
-      Bf16x8 k{}, v{};  // zero rows past the last token: no NaN from stale values
-      if (r < valid) {
-        k = reinterpret_cast<const Bf16x8*>(k_first + (key0 + r) * row_stride)[p];
-        v = reinterpret_cast<const Bf16x8*>(v_first + (key0 + r) * row_stride)[p];
-      }
-      reinterpret_cast<Bf16x8*>(keys + r * Layout::ld_k)[p] = k;
-      MCDL_UNROLL
-      for (int e = 0; e < 8; ++e) values_t[(8 * p + e) * Layout::ld_vt + r] = v.v[e];
+      const bool valid = key0 + r < tokens;
+      const int64_t row = valid ? key0 + r : 0;  // a zero-filled row reads nothing, but points in bounds
+      copies.copy16(keys + r * Layout::ld + 8 * p, k_first + row * row_stride + 8 * p, valid);
+      copies.copy16(values + r * Layout::ld + 8 * p, v_first + row * row_stride + 8 * p, valid);
     }
-    __syncthreads();
-    if (!active) continue;
+    copies.commit();
+  };
+  stage(0, 0);
 
-    // S = Q·Kᵀ for this step's keys: tile j holds keys 8j..8j+7 (those past `valid` stay −∞).
-    float scores[score_tiles][4];
+  // Q as A operands, read once (zero rows past the last token).
+  uint32_t q[mt][k_steps][4];
+  MCDL_UNROLL
+  for (int m = 0; m < mt; ++m) {
+    const int64_t lo = first_query + 16 * m + g, hi = lo + 8;
     MCDL_UNROLL
-    for (int j = 0; j < score_tiles; ++j) {
-      scores[j][0] = scores[j][1] = scores[j][2] = scores[j][3] = 0.0f;
-      if (8 * j >= valid) continue;
-      const bf16* key_row = keys + (8 * j + g) * Layout::ld_k + 2 * t;
-      MCDL_UNROLL
-      for (int s = 0; s < k_steps; ++s) {
-        const uint32_t kt[2] = {load_pair(key_row + 16 * s), load_pair(key_row + 16 * s + 8)};
-        mma_bf16_16816(scores[j], q[s], kt);
-      }
-    }
-    float step_max[2] = {-INFINITY, -INFINITY};
-    MCDL_UNROLL
-    for (int j = 0; j < score_tiles; ++j)
-      MCDL_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const bool masked = 8 * j + 2 * t + (i & 1) >= valid;
-        scores[j][i] = masked ? -INFINITY : scores[j][i] * scale_log2;
-        step_max[i / 2] = fmaxf(step_max[i / 2], scores[j][i]);
-      }
-    float rescale[2];
-    MCDL_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 1));
-      step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 2));
-      const float new_max = fmaxf(running_max[r], step_max[r]);  // finite: every step has a valid key
-      rescale[r] = exp2f(running_max[r] - new_max);                // 0 at the first step
-      running_max[r] = new_max;
-      running_sum[r] *= rescale[r];
-    }
-    MCDL_UNROLL
-    for (int n = 0; n < out_tiles; ++n) {
-      out[n][0] *= rescale[0];
-      out[n][1] *= rescale[0];
-      out[n][2] *= rescale[1];
-      out[n][3] *= rescale[1];
-    }
-    MCDL_UNROLL
-    for (int j = 0; j < score_tiles; ++j)
-      MCDL_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        scores[j][i] = exp2f(scores[j][i] - running_max[i / 2]);  // 0 where masked
-        running_sum[i / 2] += scores[j][i];
-      }
-    // O += P·V, 16 keys at a time: score tiles 2u and 2u + 1 are the A operand as they lie.
-    MCDL_UNROLL
-    for (int u = 0; u < score_tiles / 2; ++u) {
-      if (16 * u >= valid) continue;
-      const uint32_t p[4] = {pack_bf16x2(scores[2 * u][0], scores[2 * u][1]),
-                             pack_bf16x2(scores[2 * u][2], scores[2 * u][3]),
-                             pack_bf16x2(scores[2 * u + 1][0], scores[2 * u + 1][1]),
-                             pack_bf16x2(scores[2 * u + 1][2], scores[2 * u + 1][3])};
-      MCDL_UNROLL
-      for (int n = 0; n < out_tiles; ++n) {
-        const bf16* value_column = values_t + (8 * n + g) * Layout::ld_vt + 16 * u + 2 * t;
-        const uint32_t v[2] = {load_pair(value_column), load_pair(value_column + 8)};
-        mma_bf16_16816(out[n], p, v);
-      }
+    for (int s = 0; s < k_steps; ++s) {
+      const int col = 16 * s + 2 * t;
+      q[m][s][0] = lo < tokens ? load_pair(q_first + lo * row_stride + col) : 0u;
+      q[m][s][1] = hi < tokens ? load_pair(q_first + hi * row_stride + col) : 0u;
+      q[m][s][2] = lo < tokens ? load_pair(q_first + lo * row_stride + col + 8) : 0u;
+      q[m][s][3] = hi < tokens ? load_pair(q_first + hi * row_stride + col + 8) : 0u;
     }
   }
-  if (!active) return;
+  float out[mt][out_tiles][4];
+  MCDL_UNROLL
+  for (int m = 0; m < mt; ++m)
+    MCDL_UNROLL
+    for (int n = 0; n < out_tiles; ++n) out[m][n][0] = out[m][n][1] = out[m][n][2] = out[m][n][3] = 0.0f;
+  // Per tile and row (g, then g + 8): the running max, and this lane's part of the running sum.
+  float running_max[mt][2], running_sum[mt][2];
+  MCDL_UNROLL
+  for (int m = 0; m < mt; ++m) {
+    running_max[m][0] = running_max[m][1] = -INFINITY;
+    running_sum[m][0] = running_sum[m][1] = 0.0f;
+  }
+
+  const int64_t steps = (tokens + flash_keys - 1) / flash_keys;
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t key0 = step * flash_keys;
+    const int valid = static_cast<int>(tokens - key0 < flash_keys ? tokens - key0 : flash_keys);
+    if (step + 1 < steps) {
+      stage(static_cast<int>((step + 1) % 2), key0 + flash_keys);  // its buffer was freed by the last barrier
+      copies.wait<1>();
+    } else {
+      copies.wait<0>();
+    }
+    __syncthreads();  // this step's keys and values have landed, every thread's
+    const bf16* keys = staged + (step % 2) * 2 * Layout::tile;
+    const bf16* values = keys + Layout::tile;
+    if (tiles > 0) {
+      // S = Q·Kᵀ for this step's keys: tile j holds keys 8j..8j+7 (those past `valid` become −∞).
+      // Lane l's row address for ldmatrix: key 8j + (l / 8 ≥ 2 ? 8 : 0) + l % 8, at dimension
+      // 16s + 8·(l / 8 % 2): matrices 0 and 1 are tile j's two B registers, 2 and 3 tile j + 1's.
+      float scores[mt][score_tiles][4];
+      MCDL_UNROLL
+      for (int m = 0; m < mt; ++m)
+        MCDL_UNROLL
+        for (int j = 0; j < score_tiles; ++j) scores[m][j][0] = scores[m][j][1] = scores[m][j][2] = scores[m][j][3] = 0.0f;
+      const bf16* key_row = keys + (lane % 8 + (lane / 16) * 8) * Layout::ld + (lane / 8 % 2) * 8;
+      MCDL_UNROLL
+      for (int j = 0; j < score_tiles; j += 2) {
+        if (8 * j >= valid) continue;
+        MCDL_UNROLL
+        for (int s = 0; s < k_steps; ++s) {
+          uint32_t kt[4];
+          load_matrices_x4(kt, key_row + 8 * j * Layout::ld + 16 * s);
+          const uint32_t first[2] = {kt[0], kt[1]}, second[2] = {kt[2], kt[3]};
+          MCDL_UNROLL
+          for (int m = 0; m < mt; ++m) {
+            if (m >= tiles) continue;
+            mma_bf16_16816(scores[m][j], q[m][s], first);
+            mma_bf16_16816(scores[m][j + 1], q[m][s], second);
+          }
+        }
+      }
+      MCDL_UNROLL
+      for (int m = 0; m < mt; ++m) {
+        if (m >= tiles) continue;
+        float step_max[2] = {-INFINITY, -INFINITY};
+        MCDL_UNROLL
+        for (int j = 0; j < score_tiles; ++j)
+          MCDL_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const bool masked = 8 * j + 2 * t + (i & 1) >= valid;
+            scores[m][j][i] = masked ? -INFINITY : scores[m][j][i] * scale_log2;
+            step_max[i / 2] = fmaxf(step_max[i / 2], scores[m][j][i]);
+          }
+        float rescale[2];
+        MCDL_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 1));
+          step_max[r] = fmaxf(step_max[r], __shfl_xor_sync(full_warp, step_max[r], 2));
+          const float new_max = fmaxf(running_max[m][r], step_max[r]);  // finite: every step has a valid key
+          rescale[r] = exp2f(running_max[m][r] - new_max);                // 0 at the first step
+          running_max[m][r] = new_max;
+          running_sum[m][r] *= rescale[r];
+        }
+        MCDL_UNROLL
+        for (int n = 0; n < out_tiles; ++n) {
+          out[m][n][0] *= rescale[0];
+          out[m][n][1] *= rescale[0];
+          out[m][n][2] *= rescale[1];
+          out[m][n][3] *= rescale[1];
+        }
+        MCDL_UNROLL
+        for (int j = 0; j < score_tiles; ++j)
+          MCDL_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            scores[m][j][i] = exp2f(scores[m][j][i] - running_max[m][i / 2]);  // 0 where masked
+            running_sum[m][i / 2] += scores[m][j][i];
+          }
+      }
+      // O += P·V, 16 keys at a time: score tiles 2u and 2u + 1 are the A operand as they lie.
+      // Lane l's row address: key 16u + 8·(l / 8 % 2) + l % 8, at dimension 8·(n + l / 16):
+      // matrices 0 and 1 are output tile n's two B registers, 2 and 3 tile n + 1's.
+      const bf16* value_row = values + (lane % 8 + (lane / 8 % 2) * 8) * Layout::ld + (lane / 16) * 8;
+      MCDL_UNROLL
+      for (int u = 0; u < score_tiles / 2; ++u) {
+        if (16 * u >= valid) continue;
+        uint32_t p[mt][4];
+        MCDL_UNROLL
+        for (int m = 0; m < mt; ++m) {
+          p[m][0] = pack_bf16x2(scores[m][2 * u][0], scores[m][2 * u][1]);
+          p[m][1] = pack_bf16x2(scores[m][2 * u][2], scores[m][2 * u][3]);
+          p[m][2] = pack_bf16x2(scores[m][2 * u + 1][0], scores[m][2 * u + 1][1]);
+          p[m][3] = pack_bf16x2(scores[m][2 * u + 1][2], scores[m][2 * u + 1][3]);
+        }
+        MCDL_UNROLL
+        for (int n = 0; n < out_tiles; n += 2) {
+          uint32_t v[4];
+          load_matrices_x4_transposed(v, value_row + 16 * u * Layout::ld + 8 * n);
+          const uint32_t first[2] = {v[0], v[1]}, second[2] = {v[2], v[3]};
+          MCDL_UNROLL
+          for (int m = 0; m < mt; ++m) {
+            if (m >= tiles) continue;
+            mma_bf16_16816(out[m][n], p[m], first);
+            mma_bf16_16816(out[m][n + 1], p[m], second);
+          }
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this buffer before the next step refills it
+  }
+  if (tiles == 0) return;
 
   // context = O / sum, each lane's two columns of each tile as one 32-bit store.
   MCDL_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    running_sum[r] += __shfl_xor_sync(full_warp, running_sum[r], 1);
-    running_sum[r] += __shfl_xor_sync(full_warp, running_sum[r], 2);
-  }
-  MCDL_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    const int64_t row = r == 0 ? row_lo : row_hi;
-    if (row >= tokens) continue;
-    const float inverse = 1.0f / running_sum[r];
-    bf16* target = context + ((b * tokens + row) * heads + h) * HD + 2 * t;
+  for (int m = 0; m < mt; ++m) {
+    if (m >= tiles) continue;
     MCDL_UNROLL
-    for (int n = 0; n < out_tiles; ++n)
-      *reinterpret_cast<uint32_t*>(target + 8 * n) = pack_bf16x2(out[n][2 * r] * inverse, out[n][2 * r + 1] * inverse);
+    for (int r = 0; r < 2; ++r) {
+      running_sum[m][r] += __shfl_xor_sync(full_warp, running_sum[m][r], 1);
+      running_sum[m][r] += __shfl_xor_sync(full_warp, running_sum[m][r], 2);
+      const int64_t row = first_query + 16 * m + g + 8 * r;
+      if (row >= tokens) continue;
+      const float inverse = 1.0f / running_sum[m][r];
+      bf16* target = context + ((b * tokens + row) * heads + h) * HD + 2 * t;
+      MCDL_UNROLL
+      for (int n = 0; n < out_tiles; ++n)
+        *reinterpret_cast<uint32_t*>(target + 8 * n) =
+            pack_bf16x2(out[m][n][2 * r] * inverse, out[m][n][2 * r + 1] * inverse);
+    }
   }
 }
 
 template <int HD>
 void launch_attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                                  float scale) {
-  const int64_t query_groups = (tokens + 16 * flash_warps - 1) / (16 * flash_warps);
+  const int64_t query_groups = (tokens + flash_block_rows - 1) / flash_block_rows;
   launch(attention_bf16_flash_kernel<HD>, dim3(static_cast<unsigned>(batch * heads * query_groups)),
          dim3(32 * flash_warps), FlashLayout<HD>::bytes, engine_stream(), qkv, context, tokens, heads, query_groups,
          scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))

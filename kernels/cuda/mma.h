@@ -57,4 +57,41 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const uint32_t (&a
 #endif
 }
 
+// ldmatrix: four 8×8 bf16 matrices from shared memory into registers, in the fragment layout of
+// the product above. Lanes 8i to 8i + 7 give the addresses of matrix i's rows 0 to 7 (16 bytes
+// each, 16-byte aligned); with g = lane / 4 and t = lane % 4, lane gets in r[i]
+//   load_matrices_x4:            M_i[g][2t, 2t+1]      (a B operand whose columns are M's rows)
+//   load_matrices_x4_transposed: M_i[2t, 2t+1][g]      (a B operand stored row by row)
+// On the GPU the ldmatrix instruction (sm_75 and newer); in the emulator each lane reads the rows
+// it needs through the row addresses the other lanes hold, exchanged by shuffles.
+__device__ __forceinline__ void load_matrices_x4(uint32_t (&r)[4], const bf16* row) {
+#if defined(__CUDA_ARCH__)
+  const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#elif !defined(__CUDACC__)
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const bf16* source = __shfl_sync(0xffffffffu, row, 8 * i + g);
+    r[i] = static_cast<uint32_t>(source[2 * t].bits) | (static_cast<uint32_t>(source[2 * t + 1].bits) << 16);
+  }
+#endif
+}
+__device__ __forceinline__ void load_matrices_x4_transposed(uint32_t (&r)[4], const bf16* row) {
+#if defined(__CUDA_ARCH__)
+  const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#elif !defined(__CUDACC__)
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const bf16* low = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t);
+    const bf16* high = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t + 1);
+    r[i] = static_cast<uint32_t>(low[g].bits) | (static_cast<uint32_t>(high[g].bits) << 16);
+  }
+#endif
+}
+
 }  // namespace mcdl::cuda

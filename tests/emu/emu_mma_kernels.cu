@@ -1,6 +1,7 @@
 // A kernel that runs kernels/cuda/mma.h's product on fragments loaded by the PTX ISA's layout
 // formulas, with its host launcher; tests/emu/test_mma.cpp checks it against a plain product, so
 // the emulated mma.sync follows the documented layout (the attention kernel relies on it).
+#include "kernels/cuda/async_copy.h"
 #include "kernels/cuda/mma.h"
 
 namespace mcdl::emu_selftest {
@@ -25,5 +26,32 @@ __global__ void mma_tile(const bf16* a, const bf16* b, float* c) {
 }
 
 void launch_mma_tile(const bf16* a, const bf16* b, float* c) { cuda::launch(mma_tile, 1, 32, 0, nullptr, a, b, c); }
+
+// Four 8×8 matrices m [4][8][8] (row-major) staged in shared memory through AsyncCopies, then
+// each lane's registers from ldmatrix as it lies and transposed: out[lane][0..3] and [4..7].
+// Lane l gives the address of row l % 8 of matrix l / 8. Before the wait, each thread also reads
+// back the row it copied: what it sees there goes to early[lane] (bf16 bits).
+__global__ void ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early) {
+  __shared__ __align__(16) bf16 staged[4 * 8 * 8];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  cuda::AsyncCopies copies;
+  for (int i = 0; i < 2; ++i) staged[lane * 8 + i] = bf16(0.0f);  // a known value under the copy
+  copies.copy16(staged + lane * 8, m + lane * 8, true);
+  copies.commit();
+  early[lane] = staged[lane * 8].bits;
+  copies.wait<0>();
+  __syncthreads();
+  uint32_t r[4], rt[4];
+  cuda::load_matrices_x4(r, staged + lane * 8);
+  cuda::load_matrices_x4_transposed(rt, staged + lane * 8);
+  for (int i = 0; i < 4; ++i) {
+    out[lane * 8 + i] = r[i];
+    out[lane * 8 + 4 + i] = rt[i];
+  }
+}
+
+void launch_ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early) {
+  cuda::launch(ldmatrix_tile, 1, 32, 0, nullptr, m, out, early);
+}
 
 }  // namespace mcdl::emu_selftest

@@ -10,6 +10,7 @@
 
 namespace mcdl::emu_selftest {
 void launch_mma_tile(const bf16* a, const bf16* b, float* c);
+void launch_ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early);
 }  // namespace mcdl::emu_selftest
 
 using mcdl::bf16;
@@ -37,5 +38,27 @@ TEST_CASE("emulator: mma.sync m16n8k16 follows the PTX ISA's fragment layout") {
     mcdl::emu_selftest::launch_mma_tile(a.data(), b.data(), c.data());
     for (size_t i = 0; i < c.size(); ++i) if (c[i] != expected[i]) { MESSAGE("at ", i / 8, ",", i % 8, ": ", c[i], " vs ", expected[i]); break; }
     CHECK(c == expected);
+  });
+}
+
+TEST_CASE("emulator: ldmatrix gives mma.sync's B fragments, as they lie and transposed; cp.async lands at its wait") {
+  mcdl::emu::for_each_thread_order([](mcdl::emu::ThreadOrder) {
+    std::array<bf16, 4 * 8 * 8> m;
+    for (size_t i = 0; i < m.size(); ++i) m[i] = bf16(static_cast<float>(i + 1));  // distinct, exact in bf16
+    std::array<uint32_t, 32 * 8> out{};
+    std::array<uint16_t, 32> early{};
+    mcdl::emu_selftest::launch_ldmatrix_tile(m.data(), out.data(), early.data());
+    const auto at = [&](int matrix, int row, int col) { return static_cast<uint32_t>(m[static_cast<size_t>((matrix * 8 + row) * 8 + col)].bits); };
+    int wrong = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane / 4, t = lane % 4;
+      for (int i = 0; i < 4; ++i) {
+        wrong += out[static_cast<size_t>(lane * 8 + i)] != (at(i, g, 2 * t) | at(i, g, 2 * t + 1) << 16);
+        wrong += out[static_cast<size_t>(lane * 8 + 4 + i)] != (at(i, 2 * t, g) | at(i, 2 * t + 1, g) << 16);
+      }
+      // The emulator lands a copy at the latest moment the hardware may: its wait.
+      CHECK(early[static_cast<size_t>(lane)] == bf16(0.0f).bits);
+    }
+    CHECK(wrong == 0);
   });
 }
