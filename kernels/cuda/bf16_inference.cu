@@ -377,7 +377,8 @@ __global__ void __launch_bounds__(32 * flash_warps)
   const bf16* v_first = q_first + 2 * heads * HD;
   const int64_t first_query = blockIdx.x % query_groups * flash_block_rows + warp * 16 * mt;
   // Query tiles past the last token are skipped (warp-uniform), a warp with none only stages.
-  const int tiles = first_query >= tokens ? 0 : (tokens - first_query > 16 ? mt : 1);
+  const int64_t rows_left = tokens - first_query;
+  const int tiles = rows_left <= 0 ? 0 : static_cast<int>(rows_left >= 16 * mt ? mt : (rows_left + 15) / 16);
 
   AsyncCopies copies;
   // Stages keys and values key0 .. key0 + 63 into `buffer`, zeros past the last token.
