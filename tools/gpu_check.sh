@@ -81,6 +81,20 @@ step_graphs() {
 wants step && stage step-graphs step_graphs
 wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
   --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward --compile none
+# The bf16 steps with the flash and cudnn attentions, the engine alone (ViT-B/16, and DINOv2's
+# ViT-B/14 for its steps): beside the step stages' PyTorch columns, the ratios each attention
+# would give as the default, so that one call shows the targets under the attention rule's pick.
+step_attention() {
+  for attention in flash cudnn; do
+    for model in vit_base_patch16 vit_base_patch14_dinov2; do
+      local workloads=forward,simgcd,mcdl
+      [ "$model" = vit_base_patch16 ] || workloads=simgcd,mcdl
+      MCDL_ATTENTION=$attention build/bench_step --device cuda --model "$model" --precision bf16 --batch 128 \
+        --workloads "$workloads" 2>&1 | sed "s/^/attention $attention, $model: /"
+    done
+  done
+}
+wants step && stage step-attention step_attention
 
 # epoch_run PRECISION [ATTENTION] [GRAPHS]: two epochs of SimGCD + MCDL on ViT-B/16 (random
 # weights), the frozen blocks' attention MCDL_ATTENTION's (default: the engine's), their forward

@@ -179,6 +179,28 @@ target "tf32 ViT-B/16 forward / PyTorch" "$(step_ratio forward tf32 5)" ">=" 1.0
 # Issue 26: DINOv2's ViT-B/14 bf16 step at least as far ahead of PyTorch as ViT-B/16's.
 target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio)" \
   "$(step_ratio simgcd bf16 5 step-dinov2)" ">=" "$(step_ratio simgcd bf16 5)"
+# The same step ratios with each other attention as the default: the engine's images/s from the
+# step-attention stage ("attention A, MODEL: WORKLOAD<tab>bf16<tab>MS<tab>IMG/S") over PyTorch
+# eager's from the step stage of that model (column 4).
+attention_ratio() {  # WORKLOAD ATTENTION MODEL STEP-STAGE
+  local engine torch
+  have step-attention && have "$4" || return 0
+  engine=$(awk -F'\t' -v head="attention $2, $3: $1" '$1 == head && $2 == "bf16" { print $4; exit }' \
+    "$(log step-attention)")
+  torch=$(awk -v w="$1" '$1 == w && $2 == "bf16" { print $4; exit }' "$(log "$4")")
+  [ -n "$engine" ] && [ -n "$torch" ] && awk -v e="$engine" -v t="$torch" 'BEGIN { printf "%.2f\n", e / t }'
+}
+for attention in flash cudnn; do
+  target "bf16 SimGCD step / PyTorch eager, $attention attention" \
+    "$(attention_ratio simgcd "$attention" vit_base_patch16 step)" ">=" 1.8
+  target "bf16 SimGCD + MCDL step / PyTorch eager, $attention attention" \
+    "$(attention_ratio mcdl "$attention" vit_base_patch16 step)" ">=" 1.6
+  target "bf16 ViT-B/16 forward / PyTorch, $attention attention" \
+    "$(attention_ratio forward "$attention" vit_base_patch16 step)" ">=" 1.6
+  target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, $attention attention (bound: ViT-B/16's ratio)" \
+    "$(attention_ratio simgcd "$attention" vit_base_patch14_dinov2 step-dinov2)" ">=" \
+    "$(attention_ratio simgcd "$attention" vit_base_patch16 step)"
+done
 if have bench; then
   tflops=$(awk '/^attention \[(fused|flash|cudnn)\]/ && !/unavailable/ {
       for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s" && $i > m) m = $i } END { if (m) print m }' "$(log bench)")

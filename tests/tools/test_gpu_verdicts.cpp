@@ -65,6 +65,14 @@ std::map<std::string, std::string> favourable_logs() {
       "workload   precision  engine img/s  PyTorch img/s  ratio  compiled img/s  ratio\n"
       "forward    fp32             1195.0         1210.0   0.99               -      -\n"
       "simgcd     bf16             5600.0         3038.0   1.84          3326.0   1.68\n";
+  // The engine alone with the other attentions (tools/gpu_check.sh's step_attention), its images/s
+  // the last column; the ratios are taken against the step stages' PyTorch eager column.
+  logs["step-attention"] =
+      "attention flash, vit_base_patch16: bench_step: vit_base_patch16 + SimGCD head, batch 128\n"
+      "attention flash, vit_base_patch16: simgcd\tbf16\t25.000\t5120.0\n"
+      "attention flash, vit_base_patch16: mcdl\tbf16\t50.000\t2560.0\n"
+      "attention cudnn, vit_base_patch16: simgcd\tbf16\t20.000\t6400.0\n"
+      "attention cudnn, vit_base_patch14_dinov2: simgcd\tbf16\t30.000\t4266.7\n";
   logs["step-dinov2"] =
       "workload   precision  engine img/s  PyTorch img/s  ratio  compiled img/s  ratio\n"
       "simgcd     bf16             3000.0         1700.0   1.76               -      -\n";
@@ -109,6 +117,15 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
   CHECK(v.out.find("bf16 SimGCD + MCDL step / PyTorch eager: not measured") != std::string::npos);
   CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio): 1.76 (target >= "
                    "1.84: not met)") != std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, flash attention: 1.69 (target >= 1.8: not met)") !=
+        std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention: 2.11 (target >= 1.8: met)") !=
+        std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD + MCDL step / PyTorch eager, flash attention: not measured") != std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, cudnn attention (bound: ViT-B/16's ratio): "
+                   "2.51 (target >= 2.11: met)") != std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, flash attention (bound: ViT-B/16's ratio): "
+                   "not measured") != std::string::npos);
   CHECK(v.out.find("(best algorithm): 219.0 (target >= 200: met)") != std::string::npos);
   CHECK(v.out.find("epoch-bf16: last epoch's eval seconds: 1.650 (target <= 0.5: not met)") != std::string::npos);
   CHECK(v.out.find("epoch-bf16-graphs: last epoch's train + eval seconds: 2.80 (target <= 2.5: not met)") !=
