@@ -44,7 +44,10 @@ void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t
 // product with v. attention_bf16_cudnn_supported says whether cuDNN offers a plan for the shape
 // (building and keeping it on first ask) and the buffers suit it (head size a multiple of 8,
 // 16-byte aligned); where not, `why` says why (the library missing included).
-// attention_bf16_cudnn throws std::invalid_argument with that reason.
+// attention_bf16_cudnn throws std::invalid_argument with that reason. A batch runs as chunks with
+// a plan each, attention_bf16_cudnn_batch_chunks(batch): powers of two up to 128, largest first,
+// so that any mix of batch sizes builds at most eight plans per token count and head shape.
+std::vector<int64_t> attention_bf16_cudnn_batch_chunks(int64_t batch);
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why);
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,

@@ -14,8 +14,13 @@
 //
 // Q, K and V are read in place from the fused projection qkv [B, T, 3, H, hd] through strides, and
 // O is written as [B, T, H, hd]. One execution plan per shape, built on first use and kept; the
-// scale is a by-value scalar, so it is not part of the plan.
+// scale is a by-value scalar, so it is not part of the plan. Plans exist for batches of 1, 2, 4, ...
+// up to 128 entries only, and a batch runs as a sum of those, largest first (108 = 64 + 32 + 8 + 4):
+// the batch entries are independent, and a plan can cost seconds to build (cuDNN compiles its
+// Hopper kernels at run time), so MixMatch's forwards, whose size changes from step to step, must
+// not each build one. At most eight plans per token count and head shape.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +43,7 @@ namespace {
 enum Uid : int64_t { q_uid = 1, k_uid, v_uid, o_uid, scale_uid, first_virtual_uid = 100 };
 
 constexpr int64_t alignment_bytes = 16;
+constexpr int64_t max_plan_batch = 128;  // the largest batch a plan is built for
 
 struct Shape {
   int64_t batch, tokens, heads, head_dim;
@@ -216,6 +222,16 @@ const BackendDescriptor* usable_plan(const bf16* qkv, const bf16* context, const
 
 }  // namespace
 
+std::vector<int64_t> attention_bf16_cudnn_batch_chunks(int64_t batch) {
+  std::vector<int64_t> chunks;
+  for (int64_t left = batch; left > 0;) {
+    const int64_t chunk = std::min<int64_t>(std::bit_floor(static_cast<uint64_t>(left)), max_plan_batch);
+    chunks.push_back(chunk);
+    left -= chunk;
+  }
+  return chunks;
+}
+
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim) {
   CudnnGraph g;
   (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
@@ -255,27 +271,36 @@ std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tok
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why) {
   void* workspace = nullptr;
-  return usable_plan(qkv, context, Shape{batch, tokens, heads, head_dim}, &workspace, why) != nullptr;
+  for (const int64_t chunk : attention_bf16_cudnn_batch_chunks(batch))
+    if (!usable_plan(qkv, context, Shape{chunk, tokens, heads, head_dim}, &workspace, why)) return false;
+  return true;
 }
 
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                           int64_t head_dim, float scale) {
-  std::string why;
-  void* workspace = nullptr;
-  const BackendDescriptor* plan = usable_plan(qkv, context, Shape{batch, tokens, heads, head_dim}, &workspace, &why);
-  if (!plan) throw std::invalid_argument(why);
   const int64_t d = heads * head_dim;
-  // Device pointers, and for the by-value scale a host pointer to its value.
-  const std::vector<int64_t> uids = {q_uid, k_uid, v_uid, o_uid, scale_uid};
-  std::vector<void*> pointers = {const_cast<bf16*>(qkv), const_cast<bf16*>(qkv + d), const_cast<bf16*>(qkv + 2 * d),
-                                 context, &scale};
-  BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set_int64s(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids)
-      .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
-           pointers.data())
-      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
-      .finalize();
-  check_cudnn(cudnn_library().execute(cudnn_handle(), plan->get(), pack.get()), "cudnnBackendExecute (attention)");
+  int64_t first = 0;  // the chunk's first batch entry
+  for (const int64_t chunk : attention_bf16_cudnn_batch_chunks(batch)) {
+    const bf16* chunk_qkv = qkv + first * tokens * 3 * d;
+    bf16* chunk_context = context + first * tokens * d;
+    std::string why;
+    void* workspace = nullptr;
+    const BackendDescriptor* plan =
+        usable_plan(chunk_qkv, chunk_context, Shape{chunk, tokens, heads, head_dim}, &workspace, &why);
+    if (!plan) throw std::invalid_argument(why);
+    // Device pointers, and for the by-value scale a host pointer to its value.
+    const std::vector<int64_t> uids = {q_uid, k_uid, v_uid, o_uid, scale_uid};
+    std::vector<void*> pointers = {const_cast<bf16*>(chunk_qkv), const_cast<bf16*>(chunk_qkv + d),
+                                   const_cast<bf16*>(chunk_qkv + 2 * d), chunk_context, &scale};
+    BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack.set_int64s(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids)
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
+             pointers.data())
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
+        .finalize();
+    check_cudnn(cudnn_library().execute(cudnn_handle(), plan->get(), pack.get()), "cudnnBackendExecute (attention)");
+    first += chunk;
+  }
 }
 
 }  // namespace mcdl::cuda

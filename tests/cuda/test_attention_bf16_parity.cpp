@@ -165,6 +165,28 @@ TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a hos
     }
 }
 
+// A batch runs as chunks of 1, 2, 4, ... 128 entries, each with its plan: MixMatch's changing
+// sizes reuse at most eight plans per shape. The chunks land at their own entries: seven entries
+// (4 + 2 + 1) against the host reference, each entry's numbers its own.
+TEST_CASE("cuDNN's attention runs a batch as chunks of planned sizes, largest first") {
+  using Chunks = std::vector<int64_t>;
+  CHECK(cuda::attention_bf16_cudnn_batch_chunks(0).empty());
+  CHECK(cuda::attention_bf16_cudnn_batch_chunks(1) == Chunks{1});
+  CHECK(cuda::attention_bf16_cudnn_batch_chunks(108) == Chunks{64, 32, 8, 4});
+  CHECK(cuda::attention_bf16_cudnn_batch_chunks(128) == Chunks{128});
+  CHECK(cuda::attention_bf16_cudnn_batch_chunks(300) == Chunks{128, 128, 32, 8, 4});
+  const ScopedEngineSettings scope(&EngineSettings::attention, AttentionAlgorithm::cudnn);
+  const Tensor qkv = random_qkv(7, 17, 2, 32, 70).to(DType::bf16).to(DType::f32);
+  check_path(qkv, 2, "attention_bf16_cudnn");
+  const std::vector<float> expected = host_attention(qkv, 2);
+  const std::vector<float> got = bf16_attention(qkv.to(DType::bf16).to(Device::cuda()), 2).to(DType::f32).to_vector<float>();
+  REQUIRE(got.size() == expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - expected[i]) - (fused_atol(2) + fused_rtol * std::abs(expected[i])));
+  CHECK(worst <= 0);
+}
+
 TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {
   if (!testing::cpu_runs_bf16_products()) return;
   {
