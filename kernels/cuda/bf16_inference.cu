@@ -458,13 +458,9 @@ __global__ void __launch_bounds__(32 * flash_warps)
         for (int s = 0; s < k_steps; ++s) {
           uint32_t kt[4];
           load_matrices_x4(kt, key_row + 8 * j * Layout::ld + 16 * s);
-          const uint32_t first[2] = {kt[0], kt[1]}, second[2] = {kt[2], kt[3]};
           MCDL_UNROLL
-          for (int m = 0; m < mt; ++m) {
-            if (m >= tiles) continue;
-            mma_bf16_16816(scores[m][j], q[m][s], first);
-            mma_bf16_16816(scores[m][j + 1], q[m][s], second);
-          }
+          for (int m = 0; m < mt; ++m)
+            if (m < tiles) mma_bf16_16816_pair(scores[m][j], scores[m][j + 1], q[m][s], kt);
         }
       }
       MCDL_UNROLL
@@ -523,13 +519,9 @@ __global__ void __launch_bounds__(32 * flash_warps)
         for (int n = 0; n < out_tiles; n += 2) {
           uint32_t v[4];
           load_matrices_x4_transposed(v, value_row + 16 * u * Layout::ld + 8 * n);
-          const uint32_t first[2] = {v[0], v[1]}, second[2] = {v[2], v[3]};
           MCDL_UNROLL
-          for (int m = 0; m < mt; ++m) {
-            if (m >= tiles) continue;
-            mma_bf16_16816(out[m][n], p[m], first);
-            mma_bf16_16816(out[m][n + 1], p[m], second);
-          }
+          for (int m = 0; m < mt; ++m)
+            if (m < tiles) mma_bf16_16816_pair(out[m][n], out[m][n + 1], p[m], v);
         }
       }
     }

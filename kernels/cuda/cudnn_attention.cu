@@ -279,6 +279,7 @@ bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
                           int64_t head_dim, float scale) {
   const int64_t d = heads * head_dim;
+  const std::vector<int64_t> uids = {q_uid, k_uid, v_uid, o_uid, scale_uid};
   int64_t first = 0;  // the chunk's first batch entry
   for (const int64_t chunk : attention_bf16_cudnn_batch_chunks(batch)) {
     const bf16* chunk_qkv = qkv + first * tokens * 3 * d;
@@ -289,7 +290,6 @@ void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t
         usable_plan(chunk_qkv, chunk_context, Shape{chunk, tokens, heads, head_dim}, &workspace, &why);
     if (!plan) throw std::invalid_argument(why);
     // Device pointers, and for the by-value scale a host pointer to its value.
-    const std::vector<int64_t> uids = {q_uid, k_uid, v_uid, o_uid, scale_uid};
     std::vector<void*> pointers = {const_cast<bf16*>(chunk_qkv), const_cast<bf16*>(chunk_qkv + d),
                                    const_cast<bf16*>(chunk_qkv + 2 * d), chunk_context, &scale};
     BackendDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);

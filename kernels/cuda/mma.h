@@ -15,6 +15,10 @@ namespace mcdl::cuda {
 __device__ __forceinline__ uint32_t pack_bf16x2(float low, float high) {
   return static_cast<uint32_t>(bf16(low).bits) | (static_cast<uint32_t>(bf16(high).bits) << 16);
 }
+// Two bf16 values' bits in one register, `low` in the low half, unrounded.
+__device__ __forceinline__ uint32_t pair_bits(bf16 low, bf16 high) {
+  return static_cast<uint32_t>(low.bits) | (static_cast<uint32_t>(high.bits) << 16);
+}
 __device__ __forceinline__ float bf16_low(uint32_t pair) { return __uint_as_float(pair << 16); }
 __device__ __forceinline__ float bf16_high(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
 
@@ -57,6 +61,14 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const uint32_t (&a
 #endif
 }
 
+// c0 += A·B0 and c1 += A·B1 for the two B operands one ldmatrix below loads: b[0], b[1] and b[2], b[3].
+__device__ __forceinline__ void mma_bf16_16816_pair(float (&c0)[4], float (&c1)[4], const uint32_t (&a)[4],
+                                                    const uint32_t (&b)[4]) {
+  const uint32_t first[2] = {b[0], b[1]}, second[2] = {b[2], b[3]};
+  mma_bf16_16816(c0, a, first);
+  mma_bf16_16816(c1, a, second);
+}
+
 // ldmatrix: four 8×8 bf16 matrices from shared memory into registers, in the fragment layout of
 // the product above. Lanes 8i to 8i + 7 give the addresses of matrix i's rows 0 to 7 (16 bytes
 // each, 16-byte aligned); with g = lane / 4 and t = lane % 4, lane gets in r[i]
@@ -74,7 +86,7 @@ __device__ __forceinline__ void load_matrices_x4(uint32_t (&r)[4], const bf16* r
   const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
   for (int i = 0; i < 4; ++i) {
     const bf16* source = __shfl_sync(0xffffffffu, row, 8 * i + g);
-    r[i] = static_cast<uint32_t>(source[2 * t].bits) | (static_cast<uint32_t>(source[2 * t + 1].bits) << 16);
+    r[i] = pair_bits(source[2 * t], source[2 * t + 1]);
   }
 #endif
 }
@@ -89,7 +101,7 @@ __device__ __forceinline__ void load_matrices_x4_transposed(uint32_t (&r)[4], co
   for (int i = 0; i < 4; ++i) {
     const bf16* low = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t);
     const bf16* high = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t + 1);
-    r[i] = static_cast<uint32_t>(low[g].bits) | (static_cast<uint32_t>(high[g].bits) << 16);
+    r[i] = pair_bits(low[g], high[g]);
   }
 #endif
 }

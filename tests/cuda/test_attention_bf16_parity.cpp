@@ -143,6 +143,19 @@ std::vector<float> host_attention(const Tensor& qkv, int64_t heads) {
   return out;
 }
 
+// The selected algorithm's bf16_attention of qkv (bf16-valued f32) against host_attention: the
+// largest excess of an element's error over the fused kernels' tolerance (at most 0 passes).
+double excess_over_host(const Tensor& qkv, int64_t heads) {
+  const std::vector<float> expected = host_attention(qkv, heads);
+  const std::vector<float> got =
+      bf16_attention(qkv.to(DType::bf16).to(Device::cuda()), heads).to(DType::f32).to_vector<float>();
+  REQUIRE(got.size() == expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - expected[i]) - (fused_atol(2) + fused_rtol * std::abs(expected[i])));
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a host reference without oneDNN") {
@@ -154,14 +167,7 @@ TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a hos
       CAPTURE(static_cast<int>(algorithm));
       const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);
       const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed).to(DType::bf16).to(DType::f32);
-      const std::vector<float> expected = host_attention(qkv, c.heads);
-      const std::vector<float> got =
-          bf16_attention(qkv.to(DType::bf16).to(Device::cuda()), c.heads).to(DType::f32).to_vector<float>();
-      REQUIRE(got.size() == expected.size());
-      double worst = 0;  // the largest excess over the tolerance
-      for (size_t i = 0; i < got.size(); ++i)
-        worst = std::max(worst, std::abs(got[i] - expected[i]) - (fused_atol(2) + fused_rtol * std::abs(expected[i])));
-      CHECK(worst <= 0);
+      CHECK(excess_over_host(qkv, c.heads) <= 0);
     }
 }
 
@@ -178,13 +184,7 @@ TEST_CASE("cuDNN's attention runs a batch as chunks of planned sizes, largest fi
   const ScopedEngineSettings scope(&EngineSettings::attention, AttentionAlgorithm::cudnn);
   const Tensor qkv = random_qkv(7, 17, 2, 32, 70).to(DType::bf16).to(DType::f32);
   check_path(qkv, 2, "attention_bf16_cudnn");
-  const std::vector<float> expected = host_attention(qkv, 2);
-  const std::vector<float> got = bf16_attention(qkv.to(DType::bf16).to(Device::cuda()), 2).to(DType::f32).to_vector<float>();
-  REQUIRE(got.size() == expected.size());
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::abs(got[i] - expected[i]) - (fused_atol(2) + fused_rtol * std::abs(expected[i])));
-  CHECK(worst <= 0);
+  CHECK(excess_over_host(qkv, 2) <= 0);
 }
 
 TEST_CASE("cuda parity: unfused bf16 attention, selected or as the fallback for other head sizes") {

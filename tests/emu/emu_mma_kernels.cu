@@ -10,13 +10,12 @@ namespace mcdl::emu_selftest {
 // own elements, where the layout says they are.
 __global__ void mma_tile(const bf16* a, const bf16* b, float* c) {
   const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  const auto pair = [](bf16 low, bf16 high) { return static_cast<uint32_t>(low.bits) | (static_cast<uint32_t>(high.bits) << 16); };
-  const uint32_t fa[4] = {pair(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]),
-                          pair(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]),
-                          pair(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]),
-                          pair(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9])};
-  const uint32_t fb[2] = {pair(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]),
-                          pair(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g])};
+  const uint32_t fa[4] = {cuda::pair_bits(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]),
+                          cuda::pair_bits(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]),
+                          cuda::pair_bits(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]),
+                          cuda::pair_bits(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9])};
+  const uint32_t fb[2] = {cuda::pair_bits(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]),
+                          cuda::pair_bits(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g])};
   float fc[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
   cuda::mma_bf16_16816(fc, fa, fb);
   c[g * 8 + 2 * t] = fc[0];
@@ -35,7 +34,7 @@ __global__ void ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early) {
   __shared__ __align__(16) bf16 staged[4 * 8 * 8];
   const int lane = static_cast<int>(threadIdx.x % 32);
   cuda::AsyncCopies copies;
-  for (int i = 0; i < 2; ++i) staged[lane * 8 + i] = bf16(0.0f);  // a known value under the copy
+  staged[lane * 8] = bf16(0.0f);  // a known value under the copy
   copies.copy16(staged + lane * 8, m + lane * 8, true);
   copies.commit();
   early[lane] = staged[lane * 8].bits;
