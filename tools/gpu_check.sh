@@ -41,23 +41,40 @@ stage() {
 }
 wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# locate_library VARIABLE FILE PIP_PACKAGE: a library the engine loads at run time (NCCL, cuDNN)
-# from the loader's path, else the CUDA toolkit's or pip's copy (PyTorch's nvidia-* wheels),
-# exported in VARIABLE.
+# find_library FILE: the loader's copy of a library, else the CUDA toolkit's or pip's (PyTorch's
+# nvidia-* wheels: nvidia/<package>/lib/FILE); prints its path, and "loader" first for the loader's.
+find_library() {
+  local file=$1 found
+  found=$(ldconfig -p | awk -v name="$file" '$1 == name {print $NF; exit}')
+  if [ -n "$found" ]; then echo "loader $found"; return; fi
+  (ls /usr/local/cuda*/lib64/"$file" /usr/local/cuda*/targets/x86_64-linux/lib/"$file" \
+    /usr/lib/x86_64-linux-gnu/"$file" 2>/dev/null
+    python3 -c "import glob, os, nvidia; print(*[f for p in nvidia.__path__ for f in glob.glob(os.path.join(p, '*', 'lib', '$file'))], sep='\n')" \
+      2>/dev/null) | head -1
+}
+# locate_library VARIABLE FILE: a library the engine loads at run time (NCCL, cuDNN), exported in
+# VARIABLE unless the loader finds it.
 locate_library() {
-  local variable=$1 file=$2 package=$3
+  local variable=$1 file=$2
   [ -n "${!variable:-}" ] && return
   local found
-  found=$(ldconfig -p | awk -v name="$file" '$1 == name {print $NF; exit}')
-  if [ -n "$found" ]; then say "$file: on the loader's path ($found)"; return; fi
-  found=$( (ls /usr/local/cuda*/lib64/"$file" /usr/lib/x86_64-linux-gnu/"$file" 2>/dev/null
-    python3 -c "import nvidia.$package, os; print(os.path.join(nvidia.$package.__path__[0], 'lib', '$file'))" \
-      2>/dev/null) | head -1)
-  [ -n "$found" ] && export "$variable=$found"
-  say "$file: ${found:-not found}"
+  found=$(find_library "$file")
+  case "$found" in
+    loader\ *) say "$file: on the loader's path (${found#loader })" ;;
+    ?*) export "$variable=$found"; say "$file: $found" ;;
+    *) say "$file: not found" ;;
+  esac
 }
 # cuDNN for the cudnn attention (bench_gpu's [cudnn] rows, the GPU suite's cuDNN tests).
-locate_library MCDL_CUDNN_LIBRARY libcudnn.so.9 cudnn
+locate_library MCDL_CUDNN_LIBRARY libcudnn.so.9
+# cuDNN's fused attention engines compile their kernels when a plan is built, with NVRTC, which
+# cuDNN opens by name: where the loader does not find it, its directory goes on LD_LIBRARY_PATH.
+nvrtc=$(find_library libnvrtc.so.13)
+case "$nvrtc" in
+  loader\ *) say "libnvrtc.so.13: on the loader's path (${nvrtc#loader })" ;;
+  ?*) export LD_LIBRARY_PATH="$(dirname "$nvrtc"):$LD_LIBRARY_PATH"; say "libnvrtc.so.13: $nvrtc (put on LD_LIBRARY_PATH)" ;;
+  *) say "libnvrtc.so.13: not found (cuDNN's attention engines cannot compile their kernels)" ;;
+esac
 
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
@@ -190,7 +207,7 @@ mpi_runs() {
   local common="fmnist-pairs --data-root .gpu/fmnist --model img=56,patch=14,dim=64,depth=2,heads=2,chans=1
     --image-size 56 --max-train 1200 --epochs 2 --batch-size 64 --shards 2 --mu 1 --mcdl-start 0
     --warmup-teacher-epochs 1 --device cuda --progress false --grad-from-block 0"
-  locate_library MCDL_NCCL_LIBRARY libnccl.so.2 nccl
+  locate_library MCDL_NCCL_LIBRARY libnccl.so.2
   export MCDL_NCCL_LIBRARY=${MCDL_NCCL_LIBRARY:-}  # set, even if empty, for mpirun -x
   rm -rf /tmp/mpi-1 /tmp/mpi-host /tmp/mpi-nccl
   local status=0

@@ -5,6 +5,7 @@
 // Launches are queued on the engine stream. Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,14 +59,21 @@ void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t
 // its heuristics and plans need the device.
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim);
 // Asks the loaded cuDNN, without a GPU, whether its engines take that graph on the device that
-// `device_properties` describes (cuDNN's device-property JSON, read by cuDNN 9.8 and later): each
-// engine is configured for that device, and the configuration's status is returned by engine
-// index. CUDNN_STATUS_SUCCESS, or CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING from an
-// engine that compiles its kernels at run time (which needs the driver), mean that the engine's
-// pattern matcher accepted the graph. Throws where the library cannot describe a device (the
-// emulated cuDNN cannot) or refuses the graph or the description.
-std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
-                                                      const std::string& device_properties);
+// `device_properties` describes (cuDNN's device-property JSON, read by cuDNN 9.8 and later):
+// `statuses` holds, by engine index, the status of the engine's configuration for that device.
+// CUDNN_STATUS_SUCCESS, or CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING from an engine
+// that compiles its kernels at run time (which needs the driver), mean that the engine's pattern
+// matcher accepted the graph. `heuristics_a` and `fallback` list the engines cuDNN's heuristics
+// offer for that device in each mode, best first: the configurations attention_bf16_cudnn's plan
+// is built from on the GPU. Throws where the library cannot describe a device (the emulated cuDNN
+// cannot) or refuses the graph or the description.
+struct CudnnEngineVerdicts {
+  std::vector<int> statuses;
+  std::vector<int64_t> heuristics_a, fallback;
+  std::optional<int> plan_status;
+};
+CudnnEngineVerdicts attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads,
+                                                         int64_t head_dim, const std::string& device_properties);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with
 // the softmax between them, the scaled scores rounded to bf16 into `scores` (B·H·T·T elements)
 // and the probabilities normalised before their rounding.

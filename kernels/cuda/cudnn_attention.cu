@@ -27,6 +27,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/bf16_inference.h"
@@ -106,14 +107,16 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
   return graph;
 }
 
-// The heuristics' configurations for the graph in `mode`, best first.
+// The heuristics' configurations for the graph in `mode`, best first: for the handle's GPU, or for
+// the device `device` describes where given.
 std::vector<BackendDescriptor*> engine_configs(CudnnGraph& g, const BackendDescriptor& graph,
-                                               cudnnBackendHeurMode_t mode) {
+                                               cudnnBackendHeurMode_t mode, const BackendDescriptor* device = nullptr) {
   const CudnnLibrary& lib = cudnn_library();
   BackendDescriptor& heuristics = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
   heuristics.set_descriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
-      .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode)
-      .finalize();
+      .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (device) heuristics.set_descriptor(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, *device);
+  heuristics.finalize();
   int64_t count = 0;
   check_cudnn(lib.get_attribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
                                 &count, nullptr),
@@ -142,6 +145,7 @@ void build_plan(Plan& out, const Shape& shape) {
   CudnnGraph& g = *out.graph;
   const BackendDescriptor& graph = build_graph(g, shape, handle);
   std::string outcomes;
+  size_t offered = 0;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     outcomes += mode == CUDNN_HEUR_MODE_A ? "heuristics A: " : "; fallback: ";
     std::vector<BackendDescriptor*> configs;
@@ -152,6 +156,7 @@ void build_plan(Plan& out, const Shape& shape) {
       continue;
     }
     outcomes += std::to_string(configs.size()) + " configurations";
+    offered += configs.size();
     for (BackendDescriptor* config : configs) {
       auto plan = std::make_unique<BackendDescriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan->set_handle(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, handle)
@@ -170,6 +175,10 @@ void build_plan(Plan& out, const Shape& shape) {
     }
   }
   out.refusal = "cuDNN offers no engine for it (" + outcomes + ")";
+  // Seen without a GPU: the heuristics leave out the engines that cannot compile their kernels.
+  if (offered == 0)
+    out.refusal += "; its fused attention engines compile their kernels at run time, with NVRTC (libnvrtc.so.13 "
+                   "on the loader's path) and the CUDA driver";
 }
 
 std::string shape_text(const Shape& s) {
@@ -237,8 +246,8 @@ void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t hea
   (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
 }
 
-std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim,
-                                                      const std::string& device_properties) {
+CudnnEngineVerdicts attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads,
+                                                         int64_t head_dim, const std::string& device_properties) {
   const CudnnLibrary& lib = cudnn_library();
   CudnnGraph g;
   const BackendDescriptor& graph = build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
@@ -251,7 +260,7 @@ std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tok
   check_cudnn(lib.get_attribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
                                 &returned, &engines),
               "cudnnBackendGetAttribute (the graph's engine count)");
-  std::vector<int> verdicts;
+  CudnnEngineVerdicts verdicts;
   for (int64_t index = 0; index < engines; ++index) {
     BackendDescriptor& engine = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
     engine.set_descriptor(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph)
@@ -263,8 +272,28 @@ std::vector<int> attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tok
       config.set_descriptor(CUDNN_ATTR_ENGINECFG_ENGINE, engine);
       status = config.try_finalize();
     }
-    verdicts.push_back(static_cast<int>(status));
+    verdicts.statuses.push_back(static_cast<int>(status));
   }
+  // What build_plan would try on that device, in its order.
+  for (const auto& [mode, offered] : {std::pair{CUDNN_HEUR_MODE_A, &verdicts.heuristics_a},
+                                      std::pair{CUDNN_HEUR_MODE_FALLBACK, &verdicts.fallback}})
+    for (BackendDescriptor* config : engine_configs(g, graph, mode, &device)) {
+      BackendDescriptor& engine = g.keep(BackendDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+      cudnnBackendDescriptor_t raw = engine.get();
+      check_cudnn(lib.get_attribute(config->get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                    &returned, &raw),
+                  "cudnnBackendGetAttribute (a configuration's engine)");
+      int64_t index = -1;
+      check_cudnn(lib.get_attribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &returned, &index),
+                  "cudnnBackendGetAttribute (an engine's index)");
+      offered->push_back(index);
+      if (!verdicts.plan_status) {  // the first offer's execution plan, compiled for that device
+        BackendDescriptor& plan = g.keep(BackendDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+        plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *config)
+            .set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device);
+        verdicts.plan_status = static_cast<int>(plan.try_finalize());
+      }
+    }
   return verdicts;
 }
 

@@ -4,6 +4,7 @@
 // cuDNN, or the real one in the GPU binary), the unfused path when selected, and the unfused
 // fallback for head sizes the fused kernel does not take. Which path ran is read from the profiler
 // ranges.
+#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/ops.h"
@@ -287,26 +289,45 @@ constexpr const char* kHopperDescription =
     R"("maxSharedMemoryPerBlockOptin":232448,"reservedSharedMemoryPerBlock":1024,"pciDeviceId":9008,)"
     R"("isTccDriver":0,"supportCoopLaunch":1})";
 
-// The engines whose configuration accepted the graph (see attention_bf16_cudnn_engine_verdicts),
-// as "index: status" text for the message.
-std::string accepting_engines(const std::vector<int>& verdicts, int* accepted) {
-  std::string text;
-  *accepted = 0;
-  for (size_t i = 0; i < verdicts.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(i) + ": " + std::to_string(verdicts[i]);
-    if (verdicts[i] == CUDNN_STATUS_SUCCESS || verdicts[i] == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING)
-      ++*accepted;
+// The CUDA driver's library for cuDNN's run-time compiled engines: the machine's (a GPU machine's,
+// already loaded or loadable), else the toolkit's stub, whose functions all fail but whose presence
+// lets cuDNN compile an engine's kernels with NVRTC, failing only where the compiled module is
+// loaded. cuDNN opens libcuda.so.1 by that name, and the loader then returns the object already
+// loaded under it, the stub's soname. Returns what was loaded ("" where neither is there).
+std::string load_driver_or_its_stub() {
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) || dlopen("libcuda.so.1", RTLD_NOW)) return "the CUDA driver";
+  for (const char* stub : {"/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda-13.0/lib64/stubs/libcuda.so",
+                           "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so"})
+    if (dlopen(stub, RTLD_NOW)) return stub;
+  return "";
+}
+
+bool accepting(int status) {
+  return status == CUDNN_STATUS_SUCCESS || status == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING;
+}
+
+// "index: status" for every engine, and the heuristics' offers, for the message.
+std::string verdicts_text(const cuda::CudnnEngineVerdicts& v) {
+  std::string text = "engine statuses";
+  for (size_t i = 0; i < v.statuses.size(); ++i)
+    text += (i ? ", " : " ") + std::to_string(i) + ": " + std::to_string(v.statuses[i]);
+  for (const auto& [name, offered] : {std::pair{"; heuristics A offer", &v.heuristics_a},
+                                      std::pair{"; fallback offers", &v.fallback}}) {
+    text += name;
+    for (const int64_t engine : *offered) text += " " + std::to_string(engine);
   }
+  if (v.plan_status) text += "; the first offer's plan: " + std::to_string(*v.plan_status);
   return text;
 }
 
 // The real cuDNN, where one is installed (every machine of this project has cuDNN 9 with the CUDA
 // toolkit), accepts the attention's graph: every descriptor, attribute and operation as it checks
-// them. And told about a Hopper GPU it has not got, its engines' pattern matchers take the graph:
-// the check that failed on an H200 (cuDNN 9.14 offered no engine: "Dropout set of ops not
-// configured correctly") and that this machine reproduces (cuDNN 9.19), before the graph computed
-// the softmax statistics as cudnn-frontend's does.
-TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it, and its engines take it for a Hopper GPU") {
+// them. And told about a Hopper GPU it has not got, its engines' pattern matchers take the graph,
+// its heuristics offer those engines, and the first one's plan compiles its kernels. On an H200
+// (cuDNN 9.14) the heuristics offered nothing ("Dropout set of ops not configured correctly"), as
+// this check did, with cuDNN 9.14 and 9.19, before the graph computed the softmax statistics as
+// cudnn-frontend's does.
+TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it, and plans it for a Hopper GPU") {
   cuda::check_attention_bf16_cudnn_graph(2, 5, 2, 32);  // the library loaded by default
   if (cuda::cudnn_library().emulated)
     CHECK_THROWS_WITH(cuda::attention_bf16_cudnn_engine_verdicts(2, 5, 2, 32, kHopperDescription),
@@ -330,15 +351,27 @@ TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it, and its en
   for (const AttentionCase& c : kAttentionCases)
     CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(c.batch, c.tokens, c.heads, c.head_dim));
   CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(128, 197, 12, 64));
+  const std::string driver = load_driver_or_its_stub();
+  MESSAGE("the driver's library: ", driver.empty() ? "none (run-time compiled engines cannot compile)" : driver);
   // ViT-B/16 at 224 px, DINOv2's ViT-B/14 without and with registers, ViT-S/14, the demo's model.
   for (const AttentionCase& c :
        {AttentionCase{128, 197, 12, 64}, {128, 257, 12, 64}, {128, 261, 12, 64}, {128, 257, 6, 64}, {64, 17, 2, 32}}) {
-    int accepted = 0;
-    const std::string verdicts = accepting_engines(
-        cuda::attention_bf16_cudnn_engine_verdicts(c.batch, c.tokens, c.heads, c.head_dim, kHopperDescription),
-        &accepted);
-    INFO("B ", c.batch, " T ", c.tokens, " H ", c.heads, " hd ", c.head_dim, ": engine statuses ", verdicts);
-    CHECK(accepted > 0);
+    const cuda::CudnnEngineVerdicts v =
+        cuda::attention_bf16_cudnn_engine_verdicts(c.batch, c.tokens, c.heads, c.head_dim, kHopperDescription);
+    INFO("B ", c.batch, " T ", c.tokens, " H ", c.heads, " hd ", c.head_dim, ": ", verdicts_text(v));
+    CHECK(std::count_if(v.statuses.begin(), v.statuses.end(), accepting) > 0);
+    if (driver.empty()) continue;  // cuDNN's heuristics leave out the engines it could not compile
+    // The heuristics offer engines for that device (mode A, else the fallback list: build_plan's
+    // order), the first of which accepts the graph, and its plan compiles: with the stub, cuDNN
+    // gets as far as loading the compiled module (EXECUTION_FAILED_CUDA_DRIVER, "cuLibraryLoadData").
+    // Before the graph computed the softmax statistics, neither mode offered anything on an H200.
+    const std::vector<int64_t>& offered = v.heuristics_a.empty() ? v.fallback : v.heuristics_a;
+    REQUIRE_FALSE(offered.empty());
+    REQUIRE(offered.front() >= 0);
+    REQUIRE(offered.front() < static_cast<int64_t>(v.statuses.size()));
+    CHECK(accepting(v.statuses[static_cast<size_t>(offered.front())]));
+    REQUIRE(v.plan_status.has_value());
+    CHECK((*v.plan_status == CUDNN_STATUS_SUCCESS || *v.plan_status == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER));
   }
 #endif
 }
