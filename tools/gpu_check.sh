@@ -10,14 +10,14 @@
 # stage's tail and time, the verdicts) and logs.tar.gz (each stage's whole log, rewritten after
 # every stage) into $OUT (default ./gpu_report).
 #
-#   tools/gpu_check.sh [STAGE...]    stages: step epoch fidelity test bench mpi demo demo-jobs pairs sanitize
+#   tools/gpu_check.sh [STAGE...]    stages: test bench step epoch fidelity demo demo-jobs mpi pairs sanitize
 #                                    (default: all, in this order: a call cut off at its bound loses the last)
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
-STAGES=${*:-step epoch fidelity test bench mpi demo demo-jobs pairs sanitize}
+STAGES=${*:-test bench step epoch fidelity demo demo-jobs mpi pairs sanitize}
 LOGS=$(mktemp -d)
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
@@ -79,6 +79,20 @@ esac
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
 
+# The GPU suite first: the written rules change no default unless it passed whole in the same
+# call, so a call cut off at its bound must not lose it. It runs with cuDNN's warnings logged (only what it refuses: the full log runs to
+# megabytes); cudnn-reasons counts its reasons. On the H200 of 2026-11-29 its attention was
+# refused in its MHA pattern match.
+wants test && stage test env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu
+cudnn_reasons() {
+  [ -f /tmp/cudnn-warnings.log ] || { echo "cuDNN logged no warning"; return 0; }
+  grep -E "Reason:|No viable" /tmp/cudnn-warnings.log | sed 's/^[a-zA-Z]! *//' | sort | uniq -c | sort -rn | head -20
+}
+wants test && stage cudnn-reasons cudnn_reasons
+if wants bench; then
+  python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
+  stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
+fi
 wants step && stage step python3 tools/bench_torch_step.py --device cuda --batch 128 --engine build/bench_step
 # DINOv2's ViT-B/14 (256 patches + CLS, LayerScale) in bf16 against eager PyTorch, beside ViT-B/16's
 # eager ratios above (no torch.compile column: its compile time would not fit the call); with
@@ -164,19 +178,35 @@ for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn", "bf16-tanh"):
     cos = (ref * f).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(f, axis=1)
     print(f"{p}: CLS cosine to fp32 over {len(cos)} photos: min {cos.min():.6f}, mean {cos.mean():.6f}")'
 fi
-# The suite runs with cuDNN's warnings logged (only what it refuses: the full log runs to
-# megabytes); cudnn-reasons counts its reasons. On the H200 of 2026-11-29 its attention was
-# refused in its MHA pattern match.
-wants test && stage test env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu
-cudnn_reasons() {
-  [ -f /tmp/cudnn-warnings.log ] || { echo "cuDNN logged no warning"; return 0; }
-  grep -E "Reason:|No viable" /tmp/cudnn-warnings.log | sed 's/^[a-zA-Z]! *//' | sort | uniq -c | sort -rn | head -20
-}
-wants test && stage cudnn-reasons cudnn_reasons
-if wants bench; then
-  python3 tools/bench_torch_gpu.py > "$LOGS/torch_gpu_times.tsv" 2> /dev/null
-  stage bench build/bench_gpu "$LOGS/torch_gpu_times.tsv"
+if wants demo; then
+  for precision in fp32 bf16; do
+    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
+      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
+  done
 fi
+# How many of the demo's small runs the GPU sustains side by side (make demo runs one at a time on a
+# GPU): four SimGCD seeds one at a time and all four at once, each way's wall time, and whether the
+# table is the same both ways (it must be: each run is a process of its own, and its kernels give
+# the same bits whatever runs beside them).
+# Then four at once again with the frozen blocks as CUDA graphs (MCDL_CUDA_GRAPHS=frozen), whose
+# table must be the same too (the graphs replay the eager bits).
+demo_jobs() {
+  for way in 1 4 4-graphs; do
+    local start=$SECONDS jobs=${way%%-*} graphs=off
+    [ "$way" = 4-graphs ] && graphs=frozen
+    MCDL_CUDA_GRAPHS=$graphs DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd \
+      DEMO_OUT="/tmp/demo-jobs-$way" tools/demo.sh > "/tmp/demo-jobs-$way.txt" 2>&1 ||
+      { cat "/tmp/demo-jobs-$way.txt"; return 1; }
+    echo "DEMO_JOBS=$jobs, CUDA graphs $graphs: $((SECONDS - start)) s for 4 SimGCD runs"
+    sed -n '/in all\./,$p' "/tmp/demo-jobs-$way.txt" | tail -n +2 > "/tmp/demo-jobs-$way.table"
+  done
+  cat /tmp/demo-jobs-1.table
+  for way in 4 4-graphs; do
+    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$way.table" && echo "table with $way: the same" ||
+      echo "table with $way: DIFFERENT"
+  done
+}
+wants demo-jobs && stage demo-jobs demo_jobs
 # Two processes on the GPU (mpirun, the bundled MPI plugin) against one process with the same
 # --shards: a short SimGCD + MCDL run on fmnist-pairs, the GPU data between the processes through
 # host memory (--gpu-collectives host), then through NCCL (nccl; NCCL may refuse two ranks on one
@@ -223,35 +253,6 @@ mpi_runs() {
 if wants mpi; then
   stage mpi mpi_runs
 fi
-if wants demo; then
-  for precision in fp32 bf16; do
-    stage "demo-$precision" env DATA_ROOT=.gpu/fmnist SEEDS="1 2" DEMO_JOBS=2 METHODS=simgcd PRECISION="$precision" \
-      DEMO_OUT="/tmp/demo-$precision" tools/demo.sh
-  done
-fi
-# How many of the demo's small runs the GPU sustains side by side (make demo runs one at a time on a
-# GPU): four SimGCD seeds one at a time and all four at once, each way's wall time, and whether the
-# table is the same both ways (it must be: each run is a process of its own, and its kernels give
-# the same bits whatever runs beside them).
-# Then four at once again with the frozen blocks as CUDA graphs (MCDL_CUDA_GRAPHS=frozen), whose
-# table must be the same too (the graphs replay the eager bits).
-demo_jobs() {
-  for way in 1 4 4-graphs; do
-    local start=$SECONDS jobs=${way%%-*} graphs=off
-    [ "$way" = 4-graphs ] && graphs=frozen
-    MCDL_CUDA_GRAPHS=$graphs DATA_ROOT=.gpu/fmnist SEEDS="1 2 3 4" DEMO_JOBS=$jobs METHODS=simgcd \
-      DEMO_OUT="/tmp/demo-jobs-$way" tools/demo.sh > "/tmp/demo-jobs-$way.txt" 2>&1 ||
-      { cat "/tmp/demo-jobs-$way.txt"; return 1; }
-    echo "DEMO_JOBS=$jobs, CUDA graphs $graphs: $((SECONDS - start)) s for 4 SimGCD runs"
-    sed -n '/in all\./,$p' "/tmp/demo-jobs-$way.txt" | tail -n +2 > "/tmp/demo-jobs-$way.table"
-  done
-  cat /tmp/demo-jobs-1.table
-  for way in 4 4-graphs; do
-    cmp -s /tmp/demo-jobs-1.table "/tmp/demo-jobs-$way.table" && echo "table with $way: the same" ||
-      echo "table with $way: DIFFERENT"
-  done
-}
-wants demo-jobs && stage demo-jobs demo_jobs
 # The CUB-like benchmark in under 5 minutes: make demo DATASET=fmnist-pairs (3 seeds, its four
 # rows) on the GPU while the CPU cores run its validation study beside it (seeds 1-5 of SimGCD,
 # robust and robust with the class cap, one single-threaded run per core), each bounded.
