@@ -5,11 +5,11 @@
 // Launches are queued on the engine stream. Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/cuda/cudnn.h"
 
 namespace mcdl::cuda {
 
@@ -46,9 +46,7 @@ void attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, int64_t
 // (building and keeping it on first ask) and the buffers suit it (head size a multiple of 8,
 // 16-byte aligned); where not, `why` says why (the library missing included).
 // attention_bf16_cudnn throws std::invalid_argument with that reason. A batch runs as chunks with
-// a plan each, attention_bf16_cudnn_batch_chunks(batch): powers of two up to 128, largest first,
-// so that any mix of batch sizes builds at most eight plans per token count and head shape.
-std::vector<int64_t> attention_bf16_cudnn_batch_chunks(int64_t batch);
+// a plan each (cudnn_batch_chunks, kernels/cuda/cudnn.h).
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why);
 void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
@@ -58,20 +56,9 @@ void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t
 // when the loaded library refuses it. What a machine without a GPU can check of the real library;
 // its heuristics and plans need the device.
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim);
-// Asks the loaded cuDNN, without a GPU, whether its engines take that graph on the device that
-// `device_properties` describes (cuDNN's device-property JSON, read by cuDNN 9.8 and later):
-// `statuses` holds, by engine index, the status of the engine's configuration for that device.
-// CUDNN_STATUS_SUCCESS, or CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING from an engine
-// that compiles its kernels at run time (which needs the driver), mean that the engine's pattern
-// matcher accepted the graph. `heuristics_a` and `fallback` list the engines cuDNN's heuristics
-// offer for that device in each mode, best first: the configurations attention_bf16_cudnn's plan
-// is built from on the GPU. Throws where the library cannot describe a device (the emulated cuDNN
-// cannot) or refuses the graph or the description.
-struct CudnnEngineVerdicts {
-  std::vector<int> statuses;
-  std::vector<int64_t> heuristics_a, fallback;
-  std::optional<int> plan_status;
-};
+// What the loaded cuDNN says of attention_bf16_cudnn's graph at that shape on the device that
+// `device_properties` describes (kernels/cuda/cudnn.h). Throws where the library cannot describe
+// a device (the emulated cuDNN cannot) or refuses the graph or the description.
 CudnnEngineVerdicts attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads,
                                                          int64_t head_dim, const std::string& device_properties);
 // The same unfused, for any head size: two batched cuBLAS products through pointer arrays with

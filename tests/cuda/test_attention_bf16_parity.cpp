@@ -178,11 +178,11 @@ TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a hos
 // (4 + 2 + 1) against the host reference, each entry's numbers its own.
 TEST_CASE("cuDNN's attention runs a batch as chunks of planned sizes, largest first") {
   using Chunks = std::vector<int64_t>;
-  CHECK(cuda::attention_bf16_cudnn_batch_chunks(0).empty());
-  CHECK(cuda::attention_bf16_cudnn_batch_chunks(1) == Chunks{1});
-  CHECK(cuda::attention_bf16_cudnn_batch_chunks(108) == Chunks{64, 32, 8, 4});
-  CHECK(cuda::attention_bf16_cudnn_batch_chunks(128) == Chunks{128});
-  CHECK(cuda::attention_bf16_cudnn_batch_chunks(300) == Chunks{128, 128, 32, 8, 4});
+  CHECK(cuda::cudnn_batch_chunks(0).empty());
+  CHECK(cuda::cudnn_batch_chunks(1) == Chunks{1});
+  CHECK(cuda::cudnn_batch_chunks(108) == Chunks{64, 32, 8, 4});
+  CHECK(cuda::cudnn_batch_chunks(128) == Chunks{128});
+  CHECK(cuda::cudnn_batch_chunks(300) == Chunks{128, 128, 32, 8, 4});
   const ScopedEngineSettings scope(&EngineSettings::attention, AttentionAlgorithm::cudnn);
   const Tensor qkv = random_qkv(7, 17, 2, 32, 70).to(DType::bf16).to(DType::f32);
   check_path(qkv, 2, "attention_bf16_cudnn");
