@@ -36,12 +36,21 @@ AttentionAlgorithm parse_attention_algorithm(const std::string& text) {
   throw std::invalid_argument("expected fused, unfused, flash or cudnn, got '" + text + "'");
 }
 
-const char* gelu_form_name(GeluForm form) { return form == GeluForm::tanh ? "tanh" : "erf"; }
+GeluForm gelu_form(Bf16Gelu gelu) { return gelu == Bf16Gelu::tanh ? GeluForm::tanh : GeluForm::erf; }
 
-GeluForm parse_gelu_form(const std::string& text) {
-  for (GeluForm form : {GeluForm::erf, GeluForm::tanh})
-    if (text == gelu_form_name(form)) return form;
-  throw std::invalid_argument("expected erf or tanh, got '" + text + "'");
+const char* bf16_gelu_name(Bf16Gelu gelu) {
+  switch (gelu) {
+    case Bf16Gelu::erf: return "erf";
+    case Bf16Gelu::tanh: return "tanh";
+    case Bf16Gelu::cudnn: return "cudnn";
+  }
+  return "unknown";
+}
+
+Bf16Gelu parse_bf16_gelu(const std::string& text) {
+  for (Bf16Gelu gelu : {Bf16Gelu::erf, Bf16Gelu::tanh, Bf16Gelu::cudnn})
+    if (text == bf16_gelu_name(gelu)) return gelu;
+  throw std::invalid_argument("expected erf, tanh or cudnn, got '" + text + "'");
 }
 
 const char* cuda_graphs_name(CudaGraphs graphs) { return graphs == CudaGraphs::frozen ? "frozen" : "off"; }

@@ -40,14 +40,20 @@ enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn };
 const char* attention_algorithm_name(AttentionAlgorithm algorithm);
 AttentionAlgorithm parse_attention_algorithm(const std::string& text);
 
-// The GELU of the frozen blocks' bf16 MLP (bf16_linear_gelu; kernels/gelu_form.h): erf (the
-// default, DINO's exact form) or tanh (the approximation, which a GPU computes inside fc1's
-// product through cuBLASLt's GELU epilogue instead of in a pass of its own; not yet timed, so
-// not the default). The fp32 and TF32 paths and the trained blocks always use erf. The tools
-// take the run's choice from $MCDL_BF16_GELU (tools/common/cli.h).
-// "erf", "tanh"; parse_gelu_form throws std::invalid_argument naming the choices otherwise.
-const char* gelu_form_name(GeluForm form);
-GeluForm parse_gelu_form(const std::string& text);
+// The GELU of the frozen blocks' bf16 MLP (bf16_linear_gelu) and where a GPU computes it: erf (the
+// default: DINO's exact form, in a pass of its own after fc1's product), tanh (the approximation,
+// which a GPU computes inside fc1's product through cuBLASLt's GELU epilogue), or cudnn (the erf
+// form inside fc1's product, through cuDNN's fused matmul, loaded at run time; where cuDNN is
+// missing or offers no plan, erf's product and pass run instead, with a note on stderr once per
+// reason). tanh and cudnn are not yet timed on a GPU, so not the default; on the CPU cudnn is erf
+// (oneDNN applies either form inside its product). The fp32 and TF32 paths and the trained blocks
+// always use erf. The tools take the run's choice from $MCDL_BF16_GELU (tools/common/cli.h).
+enum class Bf16Gelu : uint8_t { erf, tanh, cudnn };
+// The GELU's formula for a choice: tanh for tanh, else erf.
+GeluForm gelu_form(Bf16Gelu gelu);
+// "erf", "tanh", "cudnn"; parse_bf16_gelu throws std::invalid_argument naming the choices otherwise.
+const char* bf16_gelu_name(Bf16Gelu gelu);
+Bf16Gelu parse_bf16_gelu(const std::string& text);
 
 // Whether the frozen blocks' forward runs as CUDA graphs on a CUDA device: off (the default until
 // a GPU has timed it), or frozen (VisionTransformer::forward_frozen without a gradient: a graph per
@@ -64,7 +70,7 @@ CudaGraphs parse_cuda_graphs(const std::string& text);
 struct alignas(8) EngineSettings {
   MatmulPrecision matmul_precision = MatmulPrecision::fp32;
   AttentionAlgorithm attention = AttentionAlgorithm::fused;
-  GeluForm bf16_gelu = GeluForm::erf;
+  Bf16Gelu bf16_gelu = Bf16Gelu::erf;
   CudaGraphs cuda_graphs = CudaGraphs::off;
   // Every new storage filled with NaN bytes (0xFF) before use, so that a kernel that leaves part
   // of a fresh buffer unwritten shows in the tests.

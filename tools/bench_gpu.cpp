@@ -18,6 +18,7 @@
 #include "engine/settings.h"
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/block.h"
 #include "mcdl/evaluation/kmeans.h"
@@ -238,21 +239,35 @@ int main(int argc, char** argv) {
     report_product("fc1 768->3072", 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16(normed); });
     report_memory_op("gelu bf16", "[25216, 3072]", 8 * act16, [&] { Tensor z = bf16_gelu(hidden); }, copy_gbs);
     // fc1 with its GELU (EngineSettings::bf16_gelu): [erf] the product, then the GELU kernel (the
-    // default); [tanh] cuBLASLt's GELU epilogue, no pass of its own.
-    for (const GeluForm form : {GeluForm::erf, GeluForm::tanh}) {
-      const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, form);
-      report_gemm((std::string("fc1 + GELU [") + gelu_form_name(form) + "]").c_str(), 2 * t * d * 4 * d,
-                  [&] { Tensor z = block.mlp.fc1.forward_bf16_gelu(normed); });
+    // default); [tanh] cuBLASLt's GELU epilogue, no pass of its own; [cudnn] the erf form inside
+    // cuDNN's fused matmul where it offers a plan (bf16_linear_gelu would otherwise run erf's two).
+    const Tensor fc1_weight16 = block.mlp.fc1.weight.to(DType::bf16), fc1_bias16 = block.mlp.fc1.bias.to(DType::bf16);
+    std::string cudnn_gelu_refusal;
+    cuda::linear_gelu_bf16_cudnn_supported(normed.ptr<bf16>(), fc1_weight16.ptr<bf16>(), fc1_bias16.ptr<bf16>(),
+                                           hidden.ptr<bf16>(), 128, 197, width, 4 * width, &cudnn_gelu_refusal);
+    for (const Bf16Gelu gelu : {Bf16Gelu::erf, Bf16Gelu::tanh, Bf16Gelu::cudnn}) {
+      const std::string name = std::string("fc1 + GELU [") + bf16_gelu_name(gelu) + "]";
+      if (gelu == Bf16Gelu::cudnn && !cudnn_gelu_refusal.empty()) {
+        std::printf("%-28s unavailable: %s\n", name.c_str(), cudnn_gelu_refusal.c_str());
+        continue;
+      }
+      const ScopedEngineSettings scope(&EngineSettings::bf16_gelu, gelu);
+      report_gemm(name.c_str(), 2 * t * d * 4 * d, [&] { Tensor z = block.mlp.fc1.forward_bf16_gelu(normed); });
     }
     report_product("fc2 3072->768 + residual", 2 * t * d * 4 * d,
                    [&] { Tensor z = block.mlp.fc2.forward_bf16(hidden, x16); });
     const double block_flops = 24 * t * d * d + attention_flops;
     const double block_ms =
         report_attentions("whole block", block_flops, [&] { Tensor z = block.forward_bf16(x16); });
-    {
-      const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, GeluForm::tanh);
-      report_gemm((std::string("whole block [tanh GELU, ") + attention_algorithm_name(engine_settings().attention) +
-                   "]").c_str(), block_flops, [&] { Tensor z = block.forward_bf16(x16); });
+    for (const Bf16Gelu gelu : {Bf16Gelu::tanh, Bf16Gelu::cudnn}) {
+      const std::string name = std::string("whole block [") + bf16_gelu_name(gelu) + " GELU, " +
+                               attention_algorithm_name(engine_settings().attention) + "]";
+      if (gelu == Bf16Gelu::cudnn && !cudnn_gelu_refusal.empty()) {
+        std::printf("%-28s unavailable: %s\n", name.c_str(), cudnn_gelu_refusal.c_str());
+        continue;
+      }
+      const ScopedEngineSettings scope(&EngineSettings::bf16_gelu, gelu);
+      report_gemm(name.c_str(), block_flops, [&] { Tensor z = block.forward_bf16(x16); });
     }
     // How far the block is from one where the attention and the element-wise passes cost nothing
     // beyond their FLOPs (fused into the products, at the products' measured rate).

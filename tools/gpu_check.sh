@@ -165,12 +165,14 @@ print(sorted(os.listdir("/tmp/photos")))'
     MCDL_ATTENTION=$attention stage "features-bf16-$attention" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos \
       --raw --precision bf16 -o "/tmp/features-bf16-$attention.npy"
   done
-  MCDL_BF16_GELU=tanh stage features-bf16-tanh ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos --raw \
-    --precision bf16 -o /tmp/features-bf16-tanh.npy
+  for gelu in tanh cudnn; do
+    MCDL_BF16_GELU=$gelu stage "features-bf16-$gelu-gelu" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos --raw \
+      --precision bf16 -o "/tmp/features-bf16-$gelu-gelu.npy"
+  done
   stage fidelity python3 -c '
 import os, numpy as np
 ref = np.load("/tmp/features-fp32.npy")
-for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn", "bf16-tanh"):
+for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn", "bf16-tanh-gelu", "bf16-cudnn-gelu"):
     if not os.path.exists(f"/tmp/features-{p}.npy"):
         print(f"{p}: no features (see its stage)")
         continue

@@ -15,6 +15,7 @@
 #include "engine/profile.h"
 #include "engine/settings.h"
 #include "kernels/cuda/bf16_inference.h"
+#include "kernels/cuda/gemm.h"
 
 namespace mcdl {
 namespace {
@@ -120,10 +121,24 @@ Tensor bf16_linear_op(const char* op, bool gelu, const Tensor& x, const Tensor& 
   const Tensor bias16 = bias.defined() ? bias.to(DType::bf16) : zeros({out_features}, DType::bf16, x.device());
   Tensor out = empty(out_shape, DType::bf16, x.device());
   const int64_t rows = x.numel() / std::max<int64_t>(in, 1);
+  const Bf16Gelu gelu_choice = engine_settings().bf16_gelu;
+  if (gelu && gelu_choice == Bf16Gelu::cudnn && x.device().is_cuda() && rows > 0 && out_features > 0) {
+    // Entries of `tokens` rows, chunked by entry for cuDNN's plans: a [B, T, in] input's images.
+    const int64_t tokens = x.dim() >= 3 ? x.size(-2) : 1, batch = rows / tokens;
+    std::string why;
+    if (cuda::linear_gelu_bf16_cudnn_supported(x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
+                                               out.ptr<bf16>(), batch, tokens, in, out_features, &why)) {
+      const ProfileRange range(x.device(), "linear_gelu_bf16_cudnn");
+      cuda::linear_gelu_bf16_cudnn(batch, tokens, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(),
+                                   bias16.ptr<bf16>(), out.ptr<bf16>());
+      return out;
+    }
+    note_once(why + "; fc1's product and the erf GELU's pass run instead");
+  }
   on_device(x.device(), [&](auto k) {
     if (gelu) {
       k.linear_gelu_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
-                         out.ptr<bf16>(), engine_settings().bf16_gelu);
+                         out.ptr<bf16>(), gelu_form(gelu_choice));
     } else {
       k.linear_bf16(rows, in, out_features, x.ptr<bf16>(), weight16.ptr<bf16>(), bias16.ptr<bf16>(),
                     residual.defined() ? residual.ptr<bf16>() : nullptr, out.ptr<bf16>());

@@ -19,11 +19,12 @@ Tensor bf16_layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 // f32 (rounded to bf16 on each call) or already bf16 (Bf16Copy).
 Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 Tensor bf16_gelu(const Tensor& x);
-// bf16_gelu(bf16_linear(x, weight, bias)) as one op, for an MLP's first layer, the GELU in the
-// form engine_settings().bf16_gelu says (erf by default, or the tanh approximation): on the CPU
-// the GELU runs on the product's fp32 sums inside oneDNN's matmul and the result is rounded once
-// (no pass of its own over the hidden units); on a CUDA device erf takes the two kernels, tanh
-// cuBLASLt's GELU epilogue.
+// bf16_gelu(bf16_linear(x, weight, bias)) as one op, for an MLP's first layer, the GELU as
+// engine_settings().bf16_gelu says (erf by default, the tanh approximation, or erf through cuDNN):
+// on the CPU the GELU runs on the product's fp32 sums inside oneDNN's matmul and the result is
+// rounded once (no pass of its own over the hidden units); on a CUDA device erf takes the two
+// kernels, tanh cuBLASLt's GELU epilogue, cudnn cuDNN's fused matmul (chunked by x's first
+// dimensions, T = x.size(-2) rows each; erf's two kernels where cuDNN offers no plan).
 Tensor bf16_linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // A parameter rounded to bf16 once and kept, for the frozen blocks' products: rounding ViT-B/16's

@@ -68,16 +68,7 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
   const auto& probabilities = g.intermediate(CUDNN_DATA_BFLOAT16, {b, h, t, t}, alignment_bytes);
   g.pointwise(CUDNN_POINTWISE_DIV, numerators, &row_sum, probabilities);
   g.matmul(probabilities, v, o);
-  BackendDescriptor& graph = g.graph(handle);
-  graph.finalize();
-  return graph;
-}
-
-// The builder of that graph for cudnn_plan and cudnn_engine_verdicts.
-CudnnGraphBuilder graph_builder(const Shape& shape) {
-  return [shape](CudnnGraph& g, cudnnHandle_t handle) -> const BackendDescriptor& {
-    return build_graph(g, shape, handle);
-  };
+  return g.finalized_graph(handle);
 }
 
 std::string shape_text(const Shape& s) {
@@ -95,7 +86,7 @@ const CudnnPlan* usable_plan(const bf16* qkv, const bf16* context, const Shape& 
     return nullptr;
   }
   return cudnn_plan(graph_name, {shape.batch, shape.tokens, shape.heads, shape.head_dim}, shape_text(shape),
-                    graph_builder(shape), why);
+                    cudnn_graph_builder(build_graph, shape), why);
 }
 
 }  // namespace
@@ -107,7 +98,8 @@ void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t hea
 
 CudnnEngineVerdicts attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads,
                                                          int64_t head_dim, const std::string& device_properties) {
-  return cudnn_engine_verdicts(graph_builder(Shape{batch, tokens, heads, head_dim}), device_properties);
+  return cudnn_engine_verdicts(cudnn_graph_builder(build_graph, Shape{batch, tokens, heads, head_dim}),
+                               device_properties);
 }
 
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,

@@ -74,4 +74,10 @@ BackendDescriptor& CudnnGraph::graph(cudnnHandle_t handle) {
   return g;
 }
 
+const BackendDescriptor& CudnnGraph::finalized_graph(cudnnHandle_t handle) {
+  BackendDescriptor& g = graph(handle);
+  g.finalize();
+  return g;
+}
+
 }  // namespace mcdl::cuda

@@ -31,6 +31,8 @@ class CudnnGraph {
   // The operation graph of the operations added so far, not yet finalized; with `handle` where
   // not null (cuDNN 9.8 and later take none).
   BackendDescriptor& graph(cudnnHandle_t handle = nullptr);
+  // The same, finalized (throws with cuDNN's reason when it refuses the graph).
+  const BackendDescriptor& finalized_graph(cudnnHandle_t handle = nullptr);
 
   // Keeps a descriptor alive with the graph (a deque: in place, so references stay valid).
   BackendDescriptor& keep(BackendDescriptor&& descriptor) { return parts_.emplace_back(std::move(descriptor)); }

@@ -19,6 +19,15 @@ namespace mcdl::cuda {
 // where not null (cuDNN 9.8 and later take none).
 using CudnnGraphBuilder = std::function<const BackendDescriptor&(CudnnGraph& g, cudnnHandle_t handle)>;
 
+// The builder that calls build(g, shape, handle), the shape kept by value.
+template <class Shape>
+CudnnGraphBuilder cudnn_graph_builder(const BackendDescriptor& (*build)(CudnnGraph&, const Shape&, cudnnHandle_t),
+                                      const Shape& shape) {
+  return [build, shape](CudnnGraph& g, cudnnHandle_t handle) -> const BackendDescriptor& {
+    return build(g, shape, handle);
+  };
+}
+
 // A plan and everything it was built from (kept alive with it); `workspace` is null where the
 // plan needs none.
 struct CudnnPlan {

@@ -2,8 +2,10 @@
 // (the translation to cuBLAS's column-major is inside). Plain C++: engine code includes it.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kernels/bf16.h"
+#include "kernels/cuda/cudnn.h"
 #include "kernels/gelu_form.h"
 #include "kernels/gemm_mode.h"
 
@@ -45,6 +47,25 @@ void linear_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf1
 // the product then a tanh GELU kernel.
 void linear_gelu_bf16(int64_t rows, int64_t in, int64_t out, const bf16* x, const bf16* w, const bf16* bias,
                       bf16* y, GeluForm form);
+// The same with the erf form inside the product, through cuDNN's fused matmul
+// (kernels/cuda/cudnn_linear_gelu.cu): fp32 accumulation, the bias and the GELU on the fp32 sums,
+// one rounding to bf16. x holds `batch` entries of `tokens` rows each and runs as chunks of
+// entries with a plan each (cudnn_batch_chunks, kernels/cuda/cudnn.h).
+// linear_gelu_bf16_cudnn_supported says whether cuDNN offers a plan for the shape (building and
+// keeping it on first ask) and the buffers suit it (in and out multiples of 8, 16-byte aligned);
+// where not, `why` says why (the library missing included). linear_gelu_bf16_cudnn throws
+// std::invalid_argument with that reason.
+bool linear_gelu_bf16_cudnn_supported(const bf16* x, const bf16* w, const bf16* bias, const bf16* y, int64_t batch,
+                                      int64_t tokens, int64_t in, int64_t out, std::string* why);
+void linear_gelu_bf16_cudnn(int64_t batch, int64_t tokens, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                            const bf16* bias, bf16* y);
+// Builds and finalizes that graph for `rows` rows without a GPU (cuDNN 9.8 and later); throws with
+// cuDNN's reason when the loaded library refuses it.
+void check_linear_gelu_bf16_cudnn_graph(int64_t rows, int64_t in, int64_t out);
+// What the loaded cuDNN says of that graph on the device `device_properties` describes
+// (kernels/cuda/cudnn.h); throws where it cannot say (the emulated cuDNN describes no device).
+CudnnEngineVerdicts linear_gelu_bf16_cudnn_engine_verdicts(int64_t rows, int64_t in, int64_t out,
+                                                           const std::string& device_properties);
 
 // One product with a bias: C = op(A)·op(B) + bias (+ residual), bias[j] added to column j of
 // every row (a linear layer's output features), C and the residual (or nullptr) contiguous m×n,

@@ -64,6 +64,7 @@ typedef enum {
   CUDNN_POINTWISE_EXP = 13,
   CUDNN_POINTWISE_LOG = 15,
   CUDNN_POINTWISE_IDENTITY = 21,
+  CUDNN_POINTWISE_GELU_FWD = 104,
 } cudnnPointwiseMode_t;
 
 typedef enum {

@@ -408,7 +408,7 @@ bool is_binary(int64_t mode) {
 }
 bool is_unary(int64_t mode) {
   return mode == CUDNN_POINTWISE_SQRT || mode == CUDNN_POINTWISE_EXP || mode == CUDNN_POINTWISE_LOG ||
-         mode == CUDNN_POINTWISE_IDENTITY;
+         mode == CUDNN_POINTWISE_IDENTITY || mode == CUDNN_POINTWISE_GELU_FWD;
 }
 
 cudnnStatus_t finalize_pointwise_op(Descriptor& d) {

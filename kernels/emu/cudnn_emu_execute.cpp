@@ -106,6 +106,7 @@ double apply_pointwise(int64_t mode, double x, double b) {
     case CUDNN_POINTWISE_SQRT: return std::sqrt(x);
     case CUDNN_POINTWISE_EXP: return std::exp(x);
     case CUDNN_POINTWISE_LOG: return std::log(x);
+    case CUDNN_POINTWISE_GELU_FWD: return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));  // the exact (erf) form
     default: return x;  // IDENTITY (no engine runs a graph with another mode)
   }
 }

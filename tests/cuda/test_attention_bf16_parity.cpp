@@ -4,15 +4,11 @@
 // cuDNN, or the real one in the GPU binary), the unfused path when selected, and the unfused
 // fallback for head sizes the fused kernel does not take. Which path ran is read from the profiler
 // ranges.
-#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "engine/ops.h"
@@ -22,6 +18,7 @@
 #include "kernels/emu/profile_ranges.h"
 #include "kernels/emu/runtime_api.h"
 #include "tests/bf16_support.h"
+#include "tests/cuda/cudnn_support.h"
 #include "tests/cuda/parity.h"
 
 using namespace mcdl;
@@ -239,24 +236,6 @@ TEST_CASE("cuDNN's fused attention: a plan for every case, and bf16_attention ru
   check_path(random_qkv(1, 17, 2, 64, 51), 2, "attention_bf16_cudnn");
 }
 
-namespace {
-// An environment variable set for a scope, then as it was.
-struct EnvironmentVariable {
-  const char* name;
-  std::optional<std::string> previous;
-  EnvironmentVariable(const char* variable, const char* value) : name(variable) {
-    if (const char* old = std::getenv(name)) previous = old;
-    ::setenv(name, value, 1);
-  }
-  ~EnvironmentVariable() {
-    if (previous)
-      ::setenv(name, previous->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-};
-}  // namespace
-
 TEST_CASE("cuDNN's attention: the sizes it refuses, a missing library, and the fused kernel instead") {
   const Tensor qkv = random_qkv(1, 5, 2, 64, 60).to(DType::bf16).to(Device::cuda());
   Tensor context = empty({1, 5, 128}, DType::bf16, Device::cuda());
@@ -277,49 +256,6 @@ TEST_CASE("cuDNN's attention: the sizes it refuses, a missing library, and the f
   check_path(random_qkv(1, 7, 3, 32, 61), 3, "attention_bf16");
 }
 
-// An H100 SXM as cuDNN's device-property JSON describes a device (the keys cuDNN 9 reads; the
-// values from NVIDIA's published H100 figures): compute capability 9.0, 132 SMs, 227 KB of shared
-// memory per block, 50 MB of L2.
-constexpr const char* kHopperDescription =
-    R"({"deviceName":"NVIDIA H100 80GB HBM3","deviceVer":900,"driverVer":13000,"cudaDeviceId":0,)"
-    R"("multiProcessorCount":132,"smClockRateKHz":1980000,"memClockRateKHz":2619000,"l2CacheSize":52428800,)"
-    R"("totalGlobalMem":85045870592,"maxGridSize":[2147483647,65535,65535],"maxBlockSize":[1024,1024,64],)"
-    R"("maxThreadsPerBlock":1024,"maxThreadsPerSM":2048,"maxCtasPerSM":32,"regsPerBlock":65536,)"
-    R"("maxRegistersPerSM":65536,"warpSize":32,"maxSharedMemoryPerBlock":49152,)"
-    R"("maxSharedMemoryPerBlockOptin":232448,"reservedSharedMemoryPerBlock":1024,"pciDeviceId":9008,)"
-    R"("isTccDriver":0,"supportCoopLaunch":1})";
-
-// The CUDA driver's library for cuDNN's run-time compiled engines: the machine's (a GPU machine's,
-// already loaded or loadable), else the toolkit's stub, whose functions all fail but whose presence
-// lets cuDNN compile an engine's kernels with NVRTC, failing only where the compiled module is
-// loaded. cuDNN opens libcuda.so.1 by that name, and the loader then returns the object already
-// loaded under it, the stub's soname. Returns what was loaded ("" where neither is there).
-std::string load_driver_or_its_stub() {
-  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) || dlopen("libcuda.so.1", RTLD_NOW)) return "the CUDA driver";
-  for (const char* stub : {"/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda-13.0/lib64/stubs/libcuda.so",
-                           "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so"})
-    if (dlopen(stub, RTLD_NOW)) return stub;
-  return "";
-}
-
-bool accepting(int status) {
-  return status == CUDNN_STATUS_SUCCESS || status == CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING;
-}
-
-// "index: status" for every engine, and the heuristics' offers, for the message.
-std::string verdicts_text(const cuda::CudnnEngineVerdicts& v) {
-  std::string text = "engine statuses";
-  for (size_t i = 0; i < v.statuses.size(); ++i)
-    text += (i ? ", " : " ") + std::to_string(i) + ": " + std::to_string(v.statuses[i]);
-  for (const auto& [name, offered] : {std::pair{"; heuristics A offer", &v.heuristics_a},
-                                      std::pair{"; fallback offers", &v.fallback}}) {
-    text += name;
-    for (const int64_t engine : *offered) text += " " + std::to_string(engine);
-  }
-  if (v.plan_status) text += "; the first offer's plan: " + std::to_string(*v.plan_status);
-  return text;
-}
-
 // The real cuDNN, where one is installed (every machine of this project has cuDNN 9 with the CUDA
 // toolkit), accepts the attention's graph: every descriptor, attribute and operation as it checks
 // them. And told about a Hopper GPU it has not got, its engines' pattern matchers take the graph,
@@ -335,43 +271,19 @@ TEST_CASE("cuDNN's attention graph: the installed cuDNN finalizes it, and plans 
 #if defined(__SANITIZE_ADDRESS__)
   MESSAGE("left out under AddressSanitizer: the real cuDNN keeps allocations to the process's end");
 #else
-  const EnvironmentVariable real("MCDL_CUDNN_LIBRARY", "libcudnn.so.9");
-  size_t version = 0;
-  try {
-    version = cuda::cudnn_library().version;
-  } catch (const std::exception& e) {
-    MESSAGE("no cuDNN 9 to load here: ", e.what());
-    return;
-  }
-  if (version < 90800) {
-    MESSAGE("cuDNN ", version, " needs a handle, so a GPU, to finalize a graph");
-    return;
-  }
-  MESSAGE(cuda::cudnn_description());
+  const RealCudnn real;
+  if (!real.usable) return;
   for (const AttentionCase& c : kAttentionCases)
     CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(c.batch, c.tokens, c.heads, c.head_dim));
   CHECK_NOTHROW(cuda::check_attention_bf16_cudnn_graph(128, 197, 12, 64));
-  const std::string driver = load_driver_or_its_stub();
-  MESSAGE("the driver's library: ", driver.empty() ? "none (run-time compiled engines cannot compile)" : driver);
   // ViT-B/16 at 224 px, DINOv2's ViT-B/14 without and with registers, ViT-S/14, the demo's model.
+  // Before the graph computed the softmax statistics, neither heuristics mode offered anything.
   for (const AttentionCase& c :
        {AttentionCase{128, 197, 12, 64}, {128, 257, 12, 64}, {128, 261, 12, 64}, {128, 257, 6, 64}, {64, 17, 2, 32}}) {
-    const cuda::CudnnEngineVerdicts v =
-        cuda::attention_bf16_cudnn_engine_verdicts(c.batch, c.tokens, c.heads, c.head_dim, kHopperDescription);
-    INFO("B ", c.batch, " T ", c.tokens, " H ", c.heads, " hd ", c.head_dim, ": ", verdicts_text(v));
-    CHECK(std::count_if(v.statuses.begin(), v.statuses.end(), accepting) > 0);
-    if (driver.empty()) continue;  // cuDNN's heuristics leave out the engines it could not compile
-    // The heuristics offer engines for that device (mode A, else the fallback list: build_plan's
-    // order), the first of which accepts the graph, and its plan compiles: with the stub, cuDNN
-    // gets as far as loading the compiled module (EXECUTION_FAILED_CUDA_DRIVER, "cuLibraryLoadData").
-    // Before the graph computed the softmax statistics, neither mode offered anything on an H200.
-    const std::vector<int64_t>& offered = v.heuristics_a.empty() ? v.fallback : v.heuristics_a;
-    REQUIRE_FALSE(offered.empty());
-    REQUIRE(offered.front() >= 0);
-    REQUIRE(offered.front() < static_cast<int64_t>(v.statuses.size()));
-    CHECK(accepting(v.statuses[static_cast<size_t>(offered.front())]));
-    REQUIRE(v.plan_status.has_value());
-    CHECK((*v.plan_status == CUDNN_STATUS_SUCCESS || *v.plan_status == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER));
+    INFO("B ", c.batch, " T ", c.tokens, " H ", c.heads, " hd ", c.head_dim);
+    check_planned_for_hopper(
+        cuda::attention_bf16_cudnn_engine_verdicts(c.batch, c.tokens, c.heads, c.head_dim, kHopperDescription),
+        !real.driver.empty());
   }
 #endif
 }

@@ -229,6 +229,33 @@ TEST_CASE("emulated cuDNN: a [b, h, s, 1] row maximum broadcasts in a scaled poi
   }
 }
 
+TEST_CASE("emulated cuDNN: GELU_FWD is the exact (erf) GELU of its fp32 input, rounded once") {
+  // y = GELU(x + bias) rounded to bf16, x [1, 5, 2] and a bias broadcast over the rows: the sum in
+  // fp32 (exact here), the GELU in double rounded to float, then to bf16, as the engine's fc1 graph.
+  const std::vector<float> x = {-3, 0.5f, -1, 0, 0.25f, 1, 2, -0.125f, 4, 3};
+  const std::vector<float> bias = {0.5f, -0.25f};
+  Graph g;
+  const auto& x_t = g.tensor(1, CUDNN_DATA_FLOAT, {1, 5, 2}, {10, 2, 1});
+  const auto& b_t = g.tensor(2, CUDNN_DATA_FLOAT, {1, 1, 2}, {2, 2, 1});
+  const auto& y_t = g.tensor(3, CUDNN_DATA_BFLOAT16, {1, 5, 2}, {10, 2, 1});
+  const auto& sum_t = g.tensor(100, CUDNN_DATA_FLOAT, {1, 5, 2}, {10, 2, 1}, Kind::intermediate);
+  g.pointwise(CUDNN_POINTWISE_ADD, x_t, &b_t, sum_t);
+  g.pointwise(CUDNN_POINTWISE_GELU_FWD, sum_t, nullptr, y_t);
+  std::vector<bf16> y(10);
+  g.run({1, 2, 3}, {const_cast<float*>(x.data()), const_cast<float*>(bias.data()), y.data()});
+  for (size_t i = 0; i < 10; ++i) {
+    const double s = x[i] + bias[i % 2];
+    const float expected = static_cast<float>(0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0))));
+    CAPTURE(s);
+    CHECK(static_cast<float>(y[i]) == static_cast<float>(bf16(expected)));
+  }
+  // A unary mode: a B operand is refused.
+  Graph wrong;
+  const auto& u = wrong.tensor(1, CUDNN_DATA_FLOAT, {1, 2}, {2, 1});
+  const auto& v = wrong.tensor(2, CUDNN_DATA_FLOAT, {1, 2}, {2, 1});
+  CHECK_THROWS_WITH(wrong.pointwise(CUDNN_POINTWISE_GELU_FWD, u, &u, v), doctest::Contains("a unary mode takes no B"));
+}
+
 TEST_CASE("emulated cuDNN: the heuristics offer one engine, and none for a graph of HALF tensors") {
   const CudnnLibrary& lib = cudnn_library();
   CHECK(lib.emulated);

@@ -13,7 +13,7 @@ TEST_CASE("engine settings: guards set, nest and restore") {
   const EngineSettings defaults = engine_settings();
   CHECK(defaults.matmul_precision == MatmulPrecision::fp32);
   CHECK(defaults.attention == AttentionAlgorithm::fused);
-  CHECK(defaults.bf16_gelu == GeluForm::erf);
+  CHECK(defaults.bf16_gelu == Bf16Gelu::erf);
   CHECK_FALSE(defaults.poison_new_storage);
   CHECK(defaults.block_size_override == 0);
   {
@@ -49,8 +49,11 @@ TEST_CASE("engine settings: the attention algorithms by name") {
 }
 
 TEST_CASE("engine settings: the GELU forms by name") {
-  for (GeluForm form : {GeluForm::erf, GeluForm::tanh}) CHECK(parse_gelu_form(gelu_form_name(form)) == form);
-  CHECK_THROWS_WITH_AS(parse_gelu_form("exact"), "expected erf or tanh, got 'exact'", std::invalid_argument);
+  for (Bf16Gelu gelu : {Bf16Gelu::erf, Bf16Gelu::tanh, Bf16Gelu::cudnn})
+    CHECK(parse_bf16_gelu(bf16_gelu_name(gelu)) == gelu);
+  CHECK(gelu_form(Bf16Gelu::tanh) == GeluForm::tanh);
+  CHECK(gelu_form(Bf16Gelu::cudnn) == GeluForm::erf);
+  CHECK_THROWS_WITH_AS(parse_bf16_gelu("exact"), "expected erf, tanh or cudnn, got 'exact'", std::invalid_argument);
 }
 
 TEST_CASE("engine settings: the CUDA graph modes by name, off by default") {

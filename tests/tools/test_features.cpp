@@ -380,7 +380,7 @@ TEST_CASE("mcdl_features: the binary writes the .npy and the image list, errors 
   CHECK_FALSE(fs::exists(scratch.file("g.npy")));
 }
 
-TEST_CASE("mcdl_features: $MCDL_BF16_GELU picks the frozen blocks' bf16 GELU, erf by default") {
+TEST_CASE("mcdl_features: $MCDL_BF16_GELU picks the frozen blocks' bf16 GELU, erf by default (and on the CPU for cudnn)") {
   if (!testing::cpu_runs_bf16_products()) return;
   TempDir scratch("mcdl_features_gelu");
   write_random_png(scratch.file("images/a.png"), 20, 30, 31);
@@ -401,11 +401,13 @@ TEST_CASE("mcdl_features: $MCDL_BF16_GELU picks the frozen blocks' bf16 GELU, er
   REQUIRE(features(nullptr, "default.npy").exit_code == 0);
   REQUIRE(features("erf", "erf.npy").exit_code == 0);
   REQUIRE(features("tanh", "tanh.npy").exit_code == 0);
+  REQUIRE(features("cudnn", "cudnn.npy").exit_code == 0);  // on the CPU, the erf form inside oneDNN's product
   CHECK(slurp(scratch.file("erf.npy")) == slurp(scratch.file("default.npy")));
+  CHECK(slurp(scratch.file("cudnn.npy")) == slurp(scratch.file("erf.npy")));
   CHECK(slurp(scratch.file("tanh.npy")) != slurp(scratch.file("erf.npy")));
   const Outcome bad = features("exact", "bad.npy");
   CHECK(bad.exit_code == 1);
-  CHECK(bad.err == "error: MCDL_BF16_GELU: expected erf or tanh, got 'exact'; unset it for the default\n");
+  CHECK(bad.err == "error: MCDL_BF16_GELU: expected erf, tanh or cudnn, got 'exact'; unset it for the default\n");
 }
 
 TEST_CASE("mcdl_features: a bad $MCDL_CUDA_GRAPHS ends in one line naming the choices") {

@@ -38,10 +38,12 @@ std::map<std::string, std::string> favourable_logs() {
       "whole block [flash]          bf16                   0.950 ms    300.0 TFLOP/s\n"
       "whole block [fused]          bf16                   1.081 ms    290.0 TFLOP/s\n"
       "whole block [cudnn]          bf16                   0.800 ms    350.0 TFLOP/s\n"
-      "whole block [tanh GELU, fused] bf16                   0.990 ms    310.0 TFLOP/s\n";
+      "whole block [tanh GELU, fused] bf16                   0.990 ms    310.0 TFLOP/s\n"
+      "whole block [cudnn GELU, fused] bf16                   1.010 ms    305.0 TFLOP/s\n";
   logs["fidelity"] =
       "bf16: CLS cosine to fp32 over 7 photos: min 0.999880, mean 0.999910\n"
-      "bf16-tanh: CLS cosine to fp32 over 7 photos: min 0.999600, mean 0.999800\n";
+      "bf16-tanh-gelu: CLS cosine to fp32 over 7 photos: min 0.999600, mean 0.999800\n"
+      "bf16-cudnn-gelu: CLS cosine to fp32 over 7 photos: min 0.999900, mean 0.999950\n";
   std::string steps = "round 1, graphs off: bench_step: vit_base_patch16 + SimGCD head, batch 128\n";
   const char* rounds[][3] = {{"13.000", "30.000", "60.000"}, {"12.900", "29.100", "58.500"},
                              {"12.800", "29.900", "60.100"}, {"12.850", "29.000", "59.000"}};
@@ -105,8 +107,8 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
   const Verdicts v = run_verdicts(favourable_logs(), "favourable");
   CHECK(v.exit_code == 0);
   CHECK(v.out.find("verdict attention: cudnn (fused 0.333 ms, flash 0.210 ms, cudnn 0.070 ms)") != std::string::npos);
-  CHECK(v.out.find("verdict bf16 GELU: tanh (block 0.990 ms with tanh, 1.081 ms with erf (fused attention)") !=
-        std::string::npos);
+  CHECK(v.out.find("verdict bf16 GELU: tanh (block with erf 1.081 ms, cudnn 1.010 ms (photos' min cosine 0.999900), "
+                   "tanh 0.990 ms (photos' min cosine 0.999600); fused attention)") != std::string::npos);
   CHECK(v.out.find("verdict CUDA graphs: frozen (steps with graphs: forward -0.4%, mcdl +2.6%, simgcd +3.1%; "
                    "train_seconds 5.200 s against 5.340 s)") != std::string::npos);
   CHECK(v.out.find("verdict demo jobs on a GPU: 4 (4 runs one at a time 120 s, four at once 40 s") !=
@@ -196,7 +198,9 @@ TEST_CASE("gpu verdicts: each condition of the CUDA graph rule keeps graphs off 
 
 TEST_CASE("gpu verdicts: the GELU gate, the attention without cuDNN, and the demo's runs at a time") {
   auto logs = favourable_logs();
-  logs["fidelity"] = "bf16-tanh: CLS cosine to fp32 over 7 photos: min 0.999400, mean 0.999800\n";
+  logs["fidelity"] =
+      "bf16-tanh-gelu: CLS cosine to fp32 over 7 photos: min 0.999400, mean 0.999800\n"
+      "bf16-cudnn-gelu: CLS cosine to fp32 over 7 photos: min 0.999900, mean 0.999950\n";
   std::string& bench = logs["bench"];
   const std::string cudnn = "attention [cudnn]            bf16                   0.070 ms    219.0 TFLOP/s\n";
   bench.replace(bench.find(cudnn), cudnn.size(), "attention [cudnn]            unavailable: no engine\n");
@@ -204,13 +208,25 @@ TEST_CASE("gpu verdicts: the GELU gate, the attention without cuDNN, and the dem
       "DEMO_JOBS=1, CUDA graphs off: 100 s for 4 SimGCD runs\nDEMO_JOBS=4, CUDA graphs off: 40 s for 4 SimGCD runs\n"
       "table with 4: DIFFERENT\n";
   const Verdicts v = run_verdicts(logs, "gates");
-  CHECK(v.out.find("verdict bf16 GELU: erf, unchanged (block 0.990 ms with tanh, 1.081 ms with erf (fused "
-                   "attention); tanh photos' min cosine 0.999400") != std::string::npos);
+  // tanh is faster but fails the photos' gate: cudnn, the next fastest, beats erf.
+  CHECK(v.out.find("verdict bf16 GELU: cudnn (block with erf 1.081 ms, cudnn 1.010 ms (photos' min cosine "
+                   "0.999900), tanh 0.990 ms (photos' min cosine 0.999400); fused attention)") != std::string::npos);
   CHECK(v.out.find("verdict attention: flash (fused 0.333 ms, flash 0.210 ms, cudnn unavailable)") !=
         std::string::npos);
   CHECK(v.out.find("(best algorithm): 73.0 (target >= 200: not met)") != std::string::npos);
   CHECK(v.out.find("verdict demo jobs on a GPU: 1, unchanged (4 runs one at a time 100 s, four at once 40 s, tables "
                    "not shown the same)") != std::string::npos);
+  // Without cuDNN's GELU, tanh failing its gate leaves erf; a candidate timed without its photos'
+  // row leaves the rule undecided.
+  const std::string cudnn_gelu = "whole block [cudnn GELU, fused] bf16                   1.010 ms    305.0 TFLOP/s\n";
+  bench.replace(bench.find(cudnn_gelu), cudnn_gelu.size(), "whole block [cudnn GELU, fused] unavailable: no plan\n");
+  const Verdicts no_cudnn = run_verdicts(logs, "gelu-no-cudnn");
+  CHECK(no_cudnn.out.find("verdict bf16 GELU: erf, unchanged (block with erf 1.081 ms, cudnn unavailable (photos' min "
+                          "cosine 0.999900), tanh 0.990 ms (photos' min cosine 0.999400)") != std::string::npos);
+  logs["fidelity"] = "bf16-cudnn-gelu: CLS cosine to fp32 over 7 photos: min 0.999900, mean 0.999950\n";
+  const Verdicts no_photos = run_verdicts(logs, "gelu-no-photos");
+  CHECK(no_photos.out.find("verdict bf16 GELU: undecided (a row is missing: block with erf 1.081 ms") !=
+        std::string::npos);
 }
 
 TEST_CASE("gpu verdicts: no logs at all leave every rule undecided; no folder is one clear error") {

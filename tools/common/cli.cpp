@@ -61,7 +61,7 @@ int run_tool(int argc, char** argv, int (*run)(int argc, char** argv)) {
     EngineSettings settings = engine_settings();
     settings = setting_from_environment(settings, "MCDL_ATTENTION", &EngineSettings::attention,
                                         parse_attention_algorithm);
-    settings = setting_from_environment(settings, "MCDL_BF16_GELU", &EngineSettings::bf16_gelu, parse_gelu_form);
+    settings = setting_from_environment(settings, "MCDL_BF16_GELU", &EngineSettings::bf16_gelu, parse_bf16_gelu);
     settings = setting_from_environment(settings, "MCDL_CUDA_GRAPHS", &EngineSettings::cuda_graphs, parse_cuda_graphs);
     const ScopedEngineSettings from_environment(settings);
     status = run(argc, argv);

@@ -11,7 +11,7 @@
 namespace mcdl::tools {
 
 // Runs `run` with the attention algorithm $MCDL_ATTENTION names (fused, unfused, flash, cudnn),
-// the bf16 MLP's GELU $MCDL_BF16_GELU names (erf, tanh) and the CUDA graphs $MCDL_CUDA_GRAPHS
+// the bf16 MLP's GELU $MCDL_BF16_GELU names (erf, tanh, cudnn) and the CUDA graphs $MCDL_CUDA_GRAPHS
 // names (off, frozen) when they are set (engine/settings.h).
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv));
 
