@@ -52,6 +52,10 @@ double time_ms(const std::function<void()>& work, int repeats = 10) {
   return cuda::time_on_device_ms(call, const_cast<std::function<void()>*>(&work), repeats);
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 Tensor random_on_device(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
   RandomStream stream(seed, stream_id("bench_gpu"));
   return rand_uniform(shape, DType::f32, stream, low, high).to(Device::cuda());
@@ -214,8 +218,10 @@ int main(int argc, char** argv) {
     // attention where it offers a plan (bf16_attention would otherwise run the fused kernel).
     const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
     std::string cudnn_refusal;
+    const auto plan_start = std::chrono::steady_clock::now();
     if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 128, 197, 12, 64, &cudnn_refusal))
-      std::printf("%-28s %s\n", "cuDNN", cuda::cudnn_description().c_str());
+      std::printf("%-28s %s; the attention's plan built in %.2f s (its kernels compiled then, once per shape)\n",
+                  "cuDNN", cuda::cudnn_description().c_str(), seconds_since(plan_start));
     // Returns the fastest time of the fused algorithms (every one but unfused).
     auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
       double fused_ms = 1e30;
@@ -243,8 +249,10 @@ int main(int argc, char** argv) {
     // cuDNN's fused matmul where it offers a plan (bf16_linear_gelu would otherwise run erf's two).
     const Tensor fc1_weight16 = block.mlp.fc1.weight.to(DType::bf16), fc1_bias16 = block.mlp.fc1.bias.to(DType::bf16);
     std::string cudnn_gelu_refusal;
-    cuda::linear_gelu_bf16_cudnn_supported(normed.ptr<bf16>(), fc1_weight16.ptr<bf16>(), fc1_bias16.ptr<bf16>(),
-                                           hidden.ptr<bf16>(), 128, 197, width, 4 * width, &cudnn_gelu_refusal);
+    const auto gelu_plan_start = std::chrono::steady_clock::now();
+    if (cuda::linear_gelu_bf16_cudnn_supported(normed.ptr<bf16>(), fc1_weight16.ptr<bf16>(), fc1_bias16.ptr<bf16>(),
+                                               hidden.ptr<bf16>(), 128, 197, width, 4 * width, &cudnn_gelu_refusal))
+      std::printf("%-28s fc1 + GELU's plan built in %.2f s\n", "cuDNN", seconds_since(gelu_plan_start));
     for (const Bf16Gelu gelu : {Bf16Gelu::erf, Bf16Gelu::tanh, Bf16Gelu::cudnn}) {
       const std::string name = std::string("fc1 + GELU [") + bf16_gelu_name(gelu) + "]";
       if (gelu == Bf16Gelu::cudnn && !cudnn_gelu_refusal.empty()) {
