@@ -212,7 +212,12 @@ TEST_CASE("bf16 linear with cuDNN's GELU: the path that runs, sizes refused, the
   }
   const Tensor x = as_bf16(random_f32({2, 4, 16}, 73)).to(cuda), y = empty({2, 4, 16}, DType::bf16, cuda);
   const Tensor w = as_bf16(random_f32({16, 16}, 74)).to(cuda), b = as_bf16(random_f32({16}, 75)).to(cuda);
+  // A plan where the sizes suit (through the emulated cuDNN, or the real one on a GPU, where a
+  // refusal would otherwise pass unseen: bf16_linear_gelu falls back to the erf path).
   std::string why;
+  CHECK_MESSAGE(cuda::linear_gelu_bf16_cudnn_supported(x.ptr<bf16>(), w.ptr<bf16>(), b.ptr<bf16>(), y.ptr<bf16>(), 2,
+                                                       4, 16, 16, &why),
+                why);
   CHECK_FALSE(cuda::linear_gelu_bf16_cudnn_supported(x.ptr<bf16>() + 1, w.ptr<bf16>(), b.ptr<bf16>(),
                                                      y.ptr<bf16>(), 2, 4, 16, 16, &why));
   CHECK(why.find("16-byte aligned") != std::string::npos);
