@@ -138,17 +138,20 @@ TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forw
     MatmulPrecision precision;
     AttentionAlgorithm attention;
     bool layer_scale;
+    Bf16Gelu gelu = Bf16Gelu::erf;
   };
   for (const Case& c : {Case{MatmulPrecision::fp32, AttentionAlgorithm::fused, false},
                         Case{MatmulPrecision::bf16, AttentionAlgorithm::fused, false},
                         Case{MatmulPrecision::bf16, AttentionAlgorithm::flash, true},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false}}) {
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false, Bf16Gelu::tanh},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false, Bf16Gelu::cudnn}}) {
     CAPTURE(static_cast<int>(c.precision));
     CAPTURE(std::string(attention_algorithm_name(c.attention)));
     CAPTURE(c.layer_scale);
+    CAPTURE(std::string(bf16_gelu_name(c.gelu)));
     const ScopedEngineSettings precision(&EngineSettings::matmul_precision, c.precision);
     const ScopedEngineSettings attention(&EngineSettings::attention, c.attention);
+    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, c.gelu);
     VisionTransformer model = frozen_prefix_model(c.layer_scale);
     REQUIRE(model.frozen_depth() == 2);
     const std::vector<Tensor> batches = {random_images(4, 1), random_images(4, 2), random_images(4, 3),
