@@ -128,16 +128,18 @@ step_attention() {
 wants step && stage step-attention step_attention
 
 # epoch_run PRECISION [ATTENTION] [GRAPHS]: two epochs of SimGCD + MCDL on ViT-B/16 (random
-# weights), the frozen blocks' attention MCDL_ATTENTION's (default: the engine's), their forward
-# as CUDA graphs with GRAPHS = frozen (MCDL_CUDA_GRAPHS). The epoch scores the
+# weights), the frozen blocks' attention MCDL_ATTENTION's (default: the engine's; cudnn also takes
+# fc1's GELU from cuDNN, MCDL_BF16_GELU=cudnn: every cuDNN path, its plans' compiles in the first
+# epoch), their forward as CUDA graphs with GRAPHS = frozen (MCDL_CUDA_GRAPHS). The epoch scores the
 # unlabelled images only, the workload the performance issue defines and earlier reports timed
 # (the test split would add an evaluation of its 5,794 images).
 epoch_run() {
-  local run="/tmp/run-$1${2:+-$2}${3:+-graphs-$3}"
-  MCDL_ATTENTION=${2:-} MCDL_CUDA_GRAPHS=${3:-} ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
+  local run="/tmp/run-$1${2:+-$2}${3:+-graphs-$3}" gelu=""
+  [ "${2:-}" = cudnn ] && gelu=cudnn
+  MCDL_ATTENTION=${2:-} MCDL_BF16_GELU=$gelu MCDL_CUDA_GRAPHS=${3:-} ./mcdl_train cub --data-root /tmp/cub --model vit_base_patch16 --epochs 2 --batch-size 128 \
     --precision "$1" --progress false --eval-on unlabelled --out "$run" &&
     for column in train_seconds eval_seconds eval_features_seconds eval_cluster_seconds eval_report_seconds seconds; do
-      echo "$column per epoch ($1${2:+, $2 attention}${3:+, CUDA graphs $3}): $(cut -d, -f"$(head -1 "$run/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "$run/metrics.csv" | tail -n +2 | tr '\n' ' ')"
+      echo "$column per epoch ($1${2:+, $2 attention}${gelu:+ and GELU}${3:+, CUDA graphs $3}): $(cut -d, -f"$(head -1 "$run/metrics.csv" | tr , '\n' | grep -n "^$column\$" | cut -d: -f1)" "$run/metrics.csv" | tail -n +2 | tr '\n' ' ')"
     done &&
     du -sh "$run/checkpoints"
 }
