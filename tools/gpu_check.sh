@@ -7,8 +7,9 @@
 # over the native GPU suite (time-bounded subsets, see the sanitize stage); last, the verdicts of
 # docs/performance.md's written rules and the targets (tools/gpu_verdicts.sh). Runs the binaries of
 # tools/gpu_bundle.sh (.gpu/bundle.tar.xz) from the repository root; writes report.txt (each
-# stage's tail and time, the verdicts) and logs.tar.gz (each stage's whole log, rewritten after
-# every stage) into $OUT (default ./gpu_report).
+# stage's tail and time, the verdicts) and logs/<stage>.log (each stage's whole log, written as it
+# runs, so that a call cut off at its limit still brings back the stages it finished and how far
+# the cut one got) into $OUT (default ./gpu_report).
 #
 #   tools/gpu_check.sh [STAGE...]    stages: test bench step epoch fidelity demo demo-jobs mpi pairs sanitize
 #                                    (default: all, in this order: a call cut off at its bound loses the last)
@@ -18,7 +19,9 @@ OUT=${OUT:-gpu_report}
 mkdir -p "$OUT"
 REPORT="$OUT/report.txt"
 STAGES=${*:-test bench step epoch fidelity demo demo-jobs mpi pairs sanitize}
-LOGS=$(mktemp -d)
+LOGS="$OUT/logs"
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
 
 if [ -f .gpu/bundle.tar.xz ] && [ ! -x build/bench_step ]; then
   tar -xJf .gpu/bundle.tar.xz -C .
@@ -27,7 +30,7 @@ export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 
 say() { echo "$*" | tee -a "$REPORT"; }
-# stage NAME COMMAND...: runs it with its log kept for logs.tar.gz, its tail and time in the report.
+# stage NAME COMMAND...: runs it with its log in $LOGS, its tail and time in the report.
 stage() {
   local name=$1 start=$SECONDS
   shift
@@ -36,8 +39,6 @@ stage() {
   local rc=$?
   tail -n 25 "$LOGS/$name.log" | tee -a "$REPORT"
   say "-- $name: exit $rc, $((SECONDS - start)) s"
-  # The logs so far, so that a call cut off at its limit still brings back every finished stage's.
-  tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
 }
 wants() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
@@ -288,6 +289,6 @@ if wants sanitize; then
   done
 fi
 # The written rules' verdicts and the targets, from this call's logs (tools/gpu_verdicts.sh; it
-# also runs on the logs of a call that was cut off: tar -xzf logs.tar.gz -C DIR, then the script on DIR).
+# also runs on the logs of a call that was cut off: tools/gpu_verdicts.sh $OUT/logs).
 tools/gpu_verdicts.sh "$LOGS" | tee -a "$REPORT"
 say "== done"

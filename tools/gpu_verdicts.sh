@@ -3,7 +3,7 @@
 # tools/gpu_check.sh call (which runs this last), and the performance issue's targets read off the
 # same logs. It prints; it changes no default: a session that reads "verdict ...: X" sets X.
 #
-#   tools/gpu_verdicts.sh LOGDIR    LOGDIR: the stage logs (<stage>.log, as logs.tar.gz holds them)
+#   tools/gpu_verdicts.sh LOGDIR    LOGDIR: the stage logs (<stage>.log, as gpu_check.sh writes them into $OUT/logs)
 #
 # Each rule needs its stages' logs; a rule whose logs are missing says "undecided" and why. No
 # default changes unless the GPU suite (the test stage) passed whole in the same call.
@@ -11,7 +11,7 @@ set -u
 dir=${1:-}
 if [ -z "$dir" ] || [ ! -d "$dir" ]; then
   echo "gpu_verdicts: expected the folder of one gpu_check.sh call's stage logs, got '$dir'" \
-    "(usage: tools/gpu_verdicts.sh LOGDIR; gpu_check.sh keeps them in logs.tar.gz)" >&2
+    "(usage: tools/gpu_verdicts.sh LOGDIR; gpu_check.sh writes them into its $OUT/logs)" >&2
   exit 2
 fi
 log() { echo "$dir/$1.log"; }
