@@ -116,13 +116,19 @@ wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device 
 # The bf16 steps with the flash and cudnn attentions, the engine alone (ViT-B/16, and DINOv2's
 # ViT-B/14 for its steps): beside the step stages' PyTorch columns, the ratios each attention
 # would give as the default, so that one call shows the targets under the attention rule's pick.
+# Then cuDNN's attention with the tanh and the cuDNN GELU (ViT-B/16 only), the rules' likely
+# picks together: labels "cudnn+tanh-gelu" and "cudnn+cudnn-gelu".
 step_attention() {
-  for attention in flash cudnn; do
-    for model in vit_base_patch16 vit_base_patch14_dinov2; do
+  for config in flash cudnn cudnn+tanh-gelu cudnn+cudnn-gelu; do
+    local attention=${config%%+*} gelu="" models="vit_base_patch16 vit_base_patch14_dinov2"
+    if [ "$config" != "$attention" ]; then
+      gelu=${config#*+} gelu=${gelu%-gelu} models=vit_base_patch16
+    fi
+    for model in $models; do
       local workloads=forward,simgcd,mcdl
       [ "$model" = vit_base_patch16 ] || workloads=simgcd,mcdl
-      MCDL_ATTENTION=$attention build/bench_step --device cuda --model "$model" --precision bf16 --batch 128 \
-        --workloads "$workloads" 2>&1 | sed "s/^/attention $attention, $model: /"
+      MCDL_ATTENTION=$attention MCDL_BF16_GELU=$gelu build/bench_step --device cuda --model "$model" --precision bf16 \
+        --batch 128 --workloads "$workloads" 2>&1 | sed "s/^/attention $config, $model: /"
     done
   done
 }

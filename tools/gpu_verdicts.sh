@@ -11,7 +11,7 @@ set -u
 dir=${1:-}
 if [ -z "$dir" ] || [ ! -d "$dir" ]; then
   echo "gpu_verdicts: expected the folder of one gpu_check.sh call's stage logs, got '$dir'" \
-    "(usage: tools/gpu_verdicts.sh LOGDIR; gpu_check.sh writes them into its $OUT/logs)" >&2
+    "(usage: tools/gpu_verdicts.sh LOGDIR; gpu_check.sh writes them into its OUT folder's logs/)" >&2
   exit 2
 fi
 log() { echo "$dir/$1.log"; }
@@ -189,9 +189,9 @@ target "tf32 ViT-B/16 forward / PyTorch" "$(step_ratio forward tf32 5)" ">=" 1.0
 # Issue 26: DINOv2's ViT-B/14 bf16 step at least as far ahead of PyTorch as ViT-B/16's.
 target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager (bound: ViT-B/16's ratio)" \
   "$(step_ratio simgcd bf16 5 step-dinov2)" ">=" "$(step_ratio simgcd bf16 5)"
-# The same step ratios with each other attention as the default: the engine's images/s from the
-# step-attention stage ("attention A, MODEL: WORKLOAD<tab>bf16<tab>MS<tab>IMG/S") over PyTorch
-# eager's from the step stage of that model (column 4).
+# The same step ratios with each other attention (and GELU) as the default: the engine's images/s
+# from the step-attention stage ("attention CONFIG, MODEL: WORKLOAD<tab>bf16<tab>MS<tab>IMG/S") over
+# PyTorch eager's from the step stage of that model (column 4).
 attention_ratio() {  # WORKLOAD ATTENTION MODEL STEP-STAGE
   local engine torch
   have step-attention && have "$4" || return 0
@@ -200,16 +200,18 @@ attention_ratio() {  # WORKLOAD ATTENTION MODEL STEP-STAGE
   torch=$(awk -v w="$1" '$1 == w && $2 == "bf16" { print $4; exit }' "$(log "$4")")
   [ -n "$engine" ] && [ -n "$torch" ] && awk -v e="$engine" -v t="$torch" 'BEGIN { printf "%.2f\n", e / t }'
 }
-for attention in flash cudnn; do
-  target "bf16 SimGCD step / PyTorch eager, $attention attention" \
-    "$(attention_ratio simgcd "$attention" vit_base_patch16 step)" ">=" 1.8
-  target "bf16 SimGCD + MCDL step / PyTorch eager, $attention attention" \
-    "$(attention_ratio mcdl "$attention" vit_base_patch16 step)" ">=" 1.6
-  target "bf16 ViT-B/16 forward / PyTorch, $attention attention" \
-    "$(attention_ratio forward "$attention" vit_base_patch16 step)" ">=" 1.6
-  target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, $attention attention (bound: ViT-B/16's ratio)" \
-    "$(attention_ratio simgcd "$attention" vit_base_patch14_dinov2 step-dinov2)" ">=" \
-    "$(attention_ratio simgcd "$attention" vit_base_patch16 step)"
+# Configurations "A" (an attention) and "A+G-gelu" (with the GELU G, ViT-B/16 only).
+for config in flash cudnn cudnn+tanh-gelu cudnn+cudnn-gelu; do
+  name="${config%%+*} attention"
+  [ "$config" = "${config%%+*}" ] || { gelu=${config#*+}; name="$name and ${gelu%-gelu} GELU"; }
+  target "bf16 SimGCD step / PyTorch eager, $name" "$(attention_ratio simgcd "$config" vit_base_patch16 step)" ">=" 1.8
+  target "bf16 SimGCD + MCDL step / PyTorch eager, $name" \
+    "$(attention_ratio mcdl "$config" vit_base_patch16 step)" ">=" 1.6
+  target "bf16 ViT-B/16 forward / PyTorch, $name" "$(attention_ratio forward "$config" vit_base_patch16 step)" ">=" 1.6
+  [ "$config" = "${config%%+*}" ] || continue
+  target "DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, $name (bound: ViT-B/16's ratio)" \
+    "$(attention_ratio simgcd "$config" vit_base_patch14_dinov2 step-dinov2)" ">=" \
+    "$(attention_ratio simgcd "$config" vit_base_patch16 step)"
 done
 if have bench; then
   tflops=$(awk '/^attention \[(fused|flash|cudnn)\]/ && !/unavailable/ {

@@ -74,7 +74,8 @@ std::map<std::string, std::string> favourable_logs() {
       "attention flash, vit_base_patch16: simgcd\tbf16\t25.000\t5120.0\n"
       "attention flash, vit_base_patch16: mcdl\tbf16\t50.000\t2560.0\n"
       "attention cudnn, vit_base_patch16: simgcd\tbf16\t20.000\t6400.0\n"
-      "attention cudnn, vit_base_patch14_dinov2: simgcd\tbf16\t30.000\t4266.7\n";
+      "attention cudnn, vit_base_patch14_dinov2: simgcd\tbf16\t30.000\t4266.7\n"
+      "attention cudnn+tanh-gelu, vit_base_patch16: simgcd\tbf16\t19.000\t6736.8\n";
   logs["step-dinov2"] =
       "workload   precision  engine img/s  PyTorch img/s  ratio  compiled img/s  ratio\n"
       "simgcd     bf16             3000.0         1700.0   1.76               -      -\n";
@@ -124,6 +125,11 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
   CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention: 2.11 (target >= 1.8: met)") !=
         std::string::npos);
   CHECK(v.out.find("bf16 SimGCD + MCDL step / PyTorch eager, flash attention: not measured") != std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention and tanh GELU: 2.22 (target >= 1.8: met)") !=
+        std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention and cudnn GELU: not measured") !=
+        std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, cudnn attention and") == std::string::npos);
   CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, cudnn attention (bound: ViT-B/16's ratio): "
                    "2.51 (target >= 2.11: met)") != std::string::npos);
   CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, flash attention (bound: ViT-B/16's ratio): "
