@@ -45,7 +45,7 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
 
 std::string shape_text(const Shape& s) {
   std::string text = "[";  // appended, not "[" + ...: GCC 12 warns falsely on inserting before a temporary
-  text += std::to_string(s.rows) + " rows, " + std::to_string(s.in) + " to " + std::to_string(s.out) + " features]";
+  text += std::to_string(s.rows) + " rows, " + std::to_string(s.in) + " in, " + std::to_string(s.out) + " out]";
   return text;
 }
 
