@@ -4,17 +4,21 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include <filesystem>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "data/decode.h"
 #include "engine/random.h"
 #include "engine/settings.h"
 #include "io/safetensors.h"
+#include "kernels/emu/profile_ranges.h"
+#include "kernels/emu/runtime_api.h"
 #include "layers/backbone_file.h"
 #include "layers/frozen_graphs.h"
 #include "mcdl/harness/run.h"
@@ -340,5 +344,33 @@ TEST_CASE("e2e: with the frozen block replayed as CUDA graphs, a run is bit for 
   CHECK(testing::metrics_without_timing(base / "off/metrics.csv") ==
         testing::metrics_without_timing(base / "frozen/metrics.csv"));
   CHECK(read_text(base / "off/predictions.csv") == read_text(base / "frozen/predictions.csv"));
+  fs::remove_all(base);
+}
+
+TEST_CASE("e2e: with cuDNN's attention and GELU, a bf16 run plans every batch it meets and runs no other") {
+  // MixMatch's forwards change size from step to step, the evaluation's last batch is short: every
+  // size runs as chunks with cuDNN plans, so neither the fused attention nor the erf GELU's
+  // product (the fallbacks, named in the emulator's range log) ever runs.
+  const fs::path base = fs::temp_directory_path() / ("mcdl-e2e-cudnn-" + std::to_string(::getpid()));
+  const ScopedEngineSettings attention(&EngineSettings::attention, AttentionAlgorithm::cudnn);
+  const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, Bf16Gelu::cudnn);
+  TrainConfig c = tiny_config(base, "simgcd+mcdl");
+  set_config_option(c, "device", "cuda");
+  c.precision = MatmulPrecision::bf16;
+  c.grad_from_block = 1;  // block 0 frozen: its bf16 forward takes the cuDNN paths
+  c.epochs = 1;
+  c.mcdl_start = 0;
+  c.mu = 1;  // L_semi's MixMatch forward from the first step
+  c.batch_size = 32;
+  const emu::RangeRecording recording;
+  const RunSummary summary = run_training(c, false);
+  CHECK(summary.iterations > 0);
+  if (emu::emulated_device_count() == 0) return;  // the GPU binary records no ranges: the run is its check
+  const std::vector<std::string> names = recording.names();
+  const auto ran = [&](const char* name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  CHECK(ran("attention_bf16_cudnn"));
+  CHECK(ran("linear_gelu_bf16_cudnn"));
+  CHECK_FALSE(ran("attention_bf16"));
+  CHECK_FALSE(ran("linear_gelu_bf16"));
   fs::remove_all(base);
 }
