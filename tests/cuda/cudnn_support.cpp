@@ -84,8 +84,11 @@ RealCudnn::RealCudnn() {
   }
   usable = true;
   driver = load_driver_or_its_stub();
-  MESSAGE(cuda::cudnn_description(), "; the driver's library: ",
-          driver.empty() ? "none (run-time compiled engines cannot compile)" : driver);
+  // cuDNN compiles with NVRTC, opened by name: without it, as without a driver, nothing compiles.
+  const bool nvrtc = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_NOLOAD) || dlopen("libnvrtc.so.13", RTLD_NOW);
+  MESSAGE(cuda::cudnn_description(), "; the driver's library: ", driver.empty() ? "none" : driver,
+          std::string(nvrtc ? "" : "; NVRTC (libnvrtc.so.13): none"));
+  if (!nvrtc) driver.clear();  // run-time compiled engines cannot compile: their offers are not checked
 }
 
 void check_planned_for_hopper(const cuda::CudnnEngineVerdicts& v, bool driver) {

@@ -29,7 +29,7 @@ extern const char* const kHopperDescription;
 // doctest's log. `driver` names the CUDA driver's library cuDNN's run-time compiled engines find:
 // the machine's, else the toolkit's stub (its functions all fail, but with it cuDNN compiles an
 // engine's kernels with NVRTC, failing only where the compiled module is loaded); empty where
-// neither is there.
+// neither is there, or where NVRTC (libnvrtc.so.13) is not.
 struct RealCudnn {
   EnvironmentVariable library{"MCDL_CUDNN_LIBRARY", "libcudnn.so.9"};
   bool usable = false;
