@@ -1,8 +1,7 @@
 // Matrix products on the host through OpenBLAS (row-major). Never a hand-written loop.
 #pragma once
-#include <cblas.h>
-
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -13,19 +12,24 @@
 
 namespace mcdl::cpu {
 
-// C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ; A is M×K after op, B is K×N.
-inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
+// C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ; A is M×K after op, B is K×N
+// (cblas_sgemm and cblas_dgemm, kernels/cpu/gemm.cpp).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// Which of OpenBLAS's kernel sets runs ("SkylakeX", "Haswell", "Zen" ...), and whether this
+// program chose it. Debian 12's OpenBLAS 0.3.21 picks its kernels by the processor's model number
+// and falls back to its generic SSE3 kernels ("Prescott") for models newer than it knows, Intel's
+// Xeons since Sapphire Rapids among them: about three times slower there than its AVX-512 kernels
+// (a demo-sized run: 96 s against 30 s). Before main, where OpenBLAS fell back so on a processor
+// with AVX2 and FMA and $OPENBLAS_CORETYPE is not set, this program selects the kernels for the
+// processor's features instead (kernels/cpu/gemm.cpp): SkylakeX for an Intel processor with
+// AVX-512 (F, BW, VL), Zen for an AMD one, Haswell for others; the sets OpenBLAS itself picks for
+// the models it knows. A processor OpenBLAS knows keeps OpenBLAS's choice; $OPENBLAS_CORETYPE
+// overrides both.
+std::string openblas_core();
 
 // The batched form of kernels/cuda/gemm.h: C_i = alpha·op(A_i)·op(B_i) + beta·C_i for i < batch,
 // X_i = X + i·stride_x (stride 0 = shared by every i), one product after the other. bf16 mode
