@@ -12,6 +12,7 @@
 #include "engine/autograd.h"
 #include "engine/ops/linalg.h"
 #include "engine/random.h"
+#include "kernels/cpu/gemm.h"
 
 using namespace mcdl;
 
@@ -43,8 +44,8 @@ int main(int argc, char** argv) {
                            {"proj 768->768", 768, 768},
                            {"fc1 768->3072", 768, 3072},
                            {"fc2 3072->768", 3072, 768}};
-  std::printf("linear layers of ViT-B/16, M = %lld tokens, f32, median of %d runs\n",
-              static_cast<long long>(tokens), repeats);
+  std::printf("linear layers of ViT-B/16, M = %lld tokens, f32, median of %d runs, OpenBLAS %s\n",
+              static_cast<long long>(tokens), repeats, mcdl::cpu::openblas_core().c_str());
   std::printf("%-16s %-9s %12s %12s %9s\n", "layer", "pass", "engine GF/s", "sgemm GF/s", "ratio");
   double worst = 1e9;
   for (const Shape2& layer : layers) {

@@ -25,6 +25,7 @@
 #include "engine/optim/sgd.h"
 #include "engine/random.h"
 #include "engine/settings.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cuda/runtime.h"
 #include "layers/frozen_graphs.h"
 #include "layers/simgcd_model.h"
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
                                          select_matmul_precision(s.precision, device));
     const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, parse_cuda_graphs(s.cuda_graphs));
     std::fprintf(stderr, "bench_step: %s + SimGCD head, batch %lld, %s, %s, CUDA graphs %s\n", s.model.c_str(),
-                 static_cast<long long>(s.batch), device.is_cuda() ? cuda::device_description().c_str() : "CPU",
+                 static_cast<long long>(s.batch),
+                 device.is_cuda() ? cuda::device_description().c_str() : ("CPU, OpenBLAS " + cpu::openblas_core()).c_str(),
                  s.precision.c_str(), s.cuda_graphs.c_str());
 
     ModelConfig config;
