@@ -34,13 +34,10 @@ enum Uid : int64_t { q_uid = 1, k_uid, v_uid, o_uid, scale_uid };
 constexpr int64_t alignment_bytes = 16;
 constexpr const char* graph_name = "cuDNN attention";
 
-struct Shape {
-  int64_t batch, tokens, heads, head_dim;
-};
-
-// The SDPA graph of the header comment for one shape.
-const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_t handle) {
-  const int64_t b = s.batch, t = s.tokens, h = s.heads, hd = s.head_dim, d = h * hd;
+// The SDPA graph of the header comment for a shape {batch, tokens, heads, head_dim}.
+const BackendDescriptor& build_graph(CudnnGraph& g, const CudnnShape& shape, cudnnHandle_t handle) {
+  const auto [b, t, h, hd] = shape;
+  const int64_t d = h * hd;
   // [B, H, T, hd] views of qkv [B, T, 3, H, hd]; Kᵀ swaps the last two.
   const std::vector<int64_t> qkv_strides = {t * 3 * d, hd, 3 * d, 1};
   const auto& q = g.tensor(q_uid, CUDNN_DATA_BFLOAT16, {b, h, t, hd}, qkv_strides, alignment_bytes);
@@ -71,41 +68,41 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
   return g.finalized_graph(handle);
 }
 
-std::string shape_text(const Shape& s) {
-  return "[B " + std::to_string(s.batch) + ", T " + std::to_string(s.tokens) + ", " + std::to_string(s.heads) +
-         " heads of " + std::to_string(s.head_dim) + "]";
+std::string shape_text(const CudnnShape& shape) {
+  const auto [batch, tokens, heads, head_dim] = shape;
+  return "[B " + std::to_string(batch) + ", T " + std::to_string(tokens) + ", " + std::to_string(heads) +
+         " heads of " + std::to_string(head_dim) + "]";
 }
 
-// The plan for the buffers and the shape, or null with `why` set.
-const CudnnPlan* usable_plan(const bf16* qkv, const bf16* context, const Shape& shape, std::string* why) {
-  if (shape.batch < 1 || shape.tokens < 1 || shape.heads < 1 || shape.head_dim < 8 || shape.head_dim % 8 != 0 ||
-      !cudnn_aligned(qkv) || !cudnn_aligned(context)) {
+// The plan for the buffers and a shape {batch, tokens, heads, head_dim}, or null with `why` set.
+const CudnnPlan* usable_plan(const bf16* qkv, const bf16* context, const CudnnShape& shape, std::string* why) {
+  const auto [batch, tokens, heads, head_dim] = shape;
+  if (batch < 1 || tokens < 1 || heads < 1 || head_dim < 8 || head_dim % 8 != 0 || !cudnn_aligned(qkv) ||
+      !cudnn_aligned(context)) {
     if (why)
       *why = std::string(graph_name) + " at " + shape_text(shape) +
              ": needs a head size that is a multiple of 8 and 16-byte aligned buffers";
     return nullptr;
   }
-  return cudnn_plan(graph_name, {shape.batch, shape.tokens, shape.heads, shape.head_dim}, shape_text(shape),
-                    cudnn_graph_builder(build_graph, shape), why);
+  return cudnn_plan(graph_name, shape, build_graph, shape_text, why);
 }
 
 }  // namespace
 
 void check_attention_bf16_cudnn_graph(int64_t batch, int64_t tokens, int64_t heads, int64_t head_dim) {
   CudnnGraph g;
-  (void)build_graph(g, Shape{batch, tokens, heads, head_dim}, nullptr);
+  (void)build_graph(g, {batch, tokens, heads, head_dim}, nullptr);
 }
 
 CudnnEngineVerdicts attention_bf16_cudnn_engine_verdicts(int64_t batch, int64_t tokens, int64_t heads,
                                                          int64_t head_dim, const std::string& device_properties) {
-  return cudnn_engine_verdicts(cudnn_graph_builder(build_graph, Shape{batch, tokens, heads, head_dim}),
-                               device_properties);
+  return cudnn_engine_verdicts(build_graph, {batch, tokens, heads, head_dim}, device_properties);
 }
 
 bool attention_bf16_cudnn_supported(const bf16* qkv, const bf16* context, int64_t batch, int64_t tokens,
                                     int64_t heads, int64_t head_dim, std::string* why) {
   for (const int64_t chunk : cudnn_batch_chunks(batch))
-    if (!usable_plan(qkv, context, Shape{chunk, tokens, heads, head_dim}, why)) return false;
+    if (!usable_plan(qkv, context, {chunk, tokens, heads, head_dim}, why)) return false;
   return true;
 }
 
@@ -117,7 +114,7 @@ void attention_bf16_cudnn(const bf16* qkv, bf16* context, int64_t batch, int64_t
     const bf16* chunk_qkv = qkv + first * tokens * 3 * d;
     bf16* chunk_context = context + first * tokens * d;
     std::string why;
-    const CudnnPlan* plan = usable_plan(chunk_qkv, chunk_context, Shape{chunk, tokens, heads, head_dim}, &why);
+    const CudnnPlan* plan = usable_plan(chunk_qkv, chunk_context, {chunk, tokens, heads, head_dim}, &why);
     if (!plan) throw std::invalid_argument(why);
     // Device pointers, and for the by-value scale a host pointer to its value.
     run_cudnn_plan(*plan, {q_uid, k_uid, v_uid, o_uid, scale_uid},

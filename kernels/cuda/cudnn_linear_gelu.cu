@@ -25,12 +25,9 @@ enum Uid : int64_t { x_uid = 1, w_uid, bias_uid, y_uid };
 constexpr int64_t alignment_bytes = 16;
 constexpr const char* graph_name = "cuDNN linear + GELU";
 
-struct Shape {
-  int64_t rows, in, out;
-};
-
-const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_t handle) {
-  const int64_t m = s.rows, k = s.in, n = s.out;
+// The graph of the header comment for a shape {rows, in, out, 0}.
+const BackendDescriptor& build_graph(CudnnGraph& g, const CudnnShape& shape, cudnnHandle_t handle) {
+  const auto [m, k, n, unused] = shape;
   const auto& x = g.tensor(x_uid, CUDNN_DATA_BFLOAT16, {1, m, k}, {m * k, k, 1}, alignment_bytes);
   const auto& w_t = g.tensor(w_uid, CUDNN_DATA_BFLOAT16, {1, k, n}, {k * n, 1, k}, alignment_bytes);
   const auto& bias = g.tensor(bias_uid, CUDNN_DATA_BFLOAT16, {1, 1, n}, {n, n, 1}, alignment_bytes);
@@ -43,42 +40,43 @@ const BackendDescriptor& build_graph(CudnnGraph& g, const Shape& s, cudnnHandle_
   return g.finalized_graph(handle);
 }
 
-std::string shape_text(const Shape& s) {
+std::string shape_text(const CudnnShape& shape) {
   std::string text = "[";  // appended, not "[" + ...: GCC 12 warns falsely on inserting before a temporary
-  text += std::to_string(s.rows) + " rows, " + std::to_string(s.in) + " in, " + std::to_string(s.out) + " out]";
+  text += std::to_string(shape[0]) + " rows, " + std::to_string(shape[1]) + " in, " + std::to_string(shape[2]) +
+          " out]";
   return text;
 }
 
 // The plan for the buffers and the shape, or null with `why` set.
-const CudnnPlan* usable_plan(const bf16* x, const bf16* w, const bf16* bias, const bf16* y, const Shape& shape,
+const CudnnPlan* usable_plan(const bf16* x, const bf16* w, const bf16* bias, const bf16* y, const CudnnShape& shape,
                              std::string* why) {
-  if (shape.rows < 1 || shape.in < 8 || shape.out < 8 || shape.in % 8 != 0 || shape.out % 8 != 0 ||
+  const auto [rows, in, out, unused] = shape;
+  if (rows < 1 || in < 8 || out < 8 || in % 8 != 0 || out % 8 != 0 ||
       !cudnn_aligned(x) || !cudnn_aligned(w) || !cudnn_aligned(bias) || !cudnn_aligned(y)) {
     if (why)
       *why = std::string(graph_name) + " at " + shape_text(shape) +
              ": needs input and output sizes that are multiples of 8 and 16-byte aligned buffers";
     return nullptr;
   }
-  return cudnn_plan(graph_name, {shape.rows, shape.in, shape.out}, shape_text(shape),
-                    cudnn_graph_builder(build_graph, shape), why);
+  return cudnn_plan(graph_name, shape, build_graph, shape_text, why);
 }
 
 }  // namespace
 
 void check_linear_gelu_bf16_cudnn_graph(int64_t rows, int64_t in, int64_t out) {
   CudnnGraph g;
-  (void)build_graph(g, Shape{rows, in, out}, nullptr);
+  (void)build_graph(g, {rows, in, out, 0}, nullptr);
 }
 
 CudnnEngineVerdicts linear_gelu_bf16_cudnn_engine_verdicts(int64_t rows, int64_t in, int64_t out,
                                                            const std::string& device_properties) {
-  return cudnn_engine_verdicts(cudnn_graph_builder(build_graph, Shape{rows, in, out}), device_properties);
+  return cudnn_engine_verdicts(build_graph, {rows, in, out, 0}, device_properties);
 }
 
 bool linear_gelu_bf16_cudnn_supported(const bf16* x, const bf16* w, const bf16* bias, const bf16* y, int64_t batch,
                                       int64_t tokens, int64_t in, int64_t out, std::string* why) {
   for (const int64_t chunk : cudnn_batch_chunks(batch))
-    if (!usable_plan(x, w, bias, y, Shape{chunk * tokens, in, out}, why)) return false;
+    if (!usable_plan(x, w, bias, y, {chunk * tokens, in, out, 0}, why)) return false;
   return true;
 }
 
@@ -86,16 +84,16 @@ void linear_gelu_bf16_cudnn(int64_t batch, int64_t tokens, int64_t in, int64_t o
                             const bf16* bias, bf16* y) {
   int64_t first = 0;  // the chunk's first row
   for (const int64_t chunk : cudnn_batch_chunks(batch)) {
-    const Shape shape{chunk * tokens, in, out};
+    const int64_t rows = chunk * tokens;
     const bf16* chunk_x = x + first * in;
     bf16* chunk_y = y + first * out;
     std::string why;
-    const CudnnPlan* plan = usable_plan(chunk_x, w, bias, chunk_y, shape, &why);
+    const CudnnPlan* plan = usable_plan(chunk_x, w, bias, chunk_y, {rows, in, out, 0}, &why);
     if (!plan) throw std::invalid_argument(why);
     run_cudnn_plan(*plan, {x_uid, w_uid, bias_uid, y_uid},
                    {const_cast<bf16*>(chunk_x), const_cast<bf16*>(w), const_cast<bf16*>(bias), chunk_y},
                    "cudnnBackendExecute (linear + GELU)");
-    first += shape.rows;
+    first += rows;
   }
 }
 

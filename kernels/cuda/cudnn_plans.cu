@@ -17,7 +17,7 @@ constexpr int64_t max_plan_batch = 128;  // the largest batch a plan is built fo
 
 struct Plans {
   std::mutex mutex;
-  std::map<std::pair<std::string, std::vector<int64_t>>, CudnnPlan> by_shape;
+  std::map<std::pair<const char*, CudnnShape>, CudnnPlan> by_shape;
 };
 
 void create_plans(Plans&) {}
@@ -59,12 +59,12 @@ std::vector<BackendDescriptor*> engine_configs(CudnnGraph& g, const BackendDescr
 
 // Builds the plan: the first configuration of the heuristics (mode A, then the fallback list) that
 // finalizes. Leaves `refusal` set, with each mode's outcome, when none does.
-void build_plan(CudnnPlan& out, const CudnnGraphBuilder& build) {
+void build_plan(CudnnPlan& out, CudnnGraphBuilder build, const CudnnShape& shape) {
   const CudnnLibrary& lib = cudnn_library();
   const cudnnHandle_t handle = cudnn_handle();
   out.graph = std::make_unique<CudnnGraph>();
   CudnnGraph& g = *out.graph;
-  const BackendDescriptor& graph = build(g, handle);
+  const BackendDescriptor& graph = build(g, shape, handle);
   std::string outcomes;
   size_t offered = 0;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
@@ -114,8 +114,8 @@ std::vector<int64_t> cudnn_batch_chunks(int64_t batch) {
   return chunks;
 }
 
-const CudnnPlan* cudnn_plan(const std::string& name, const std::vector<int64_t>& shape,
-                            const std::string& shape_text, const CudnnGraphBuilder& build, std::string* why) {
+const CudnnPlan* cudnn_plan(const char* name, const CudnnShape& shape, CudnnGraphBuilder build, CudnnShapeText text,
+                            std::string* why) {
   try {
     Plans& plans = plans_resource.get();
     const std::lock_guard lock(plans.mutex);
@@ -123,7 +123,7 @@ const CudnnPlan* cudnn_plan(const std::string& name, const std::vector<int64_t>&
     CudnnPlan& plan = entry->second;
     if (inserted) {
       try {
-        build_plan(plan, build);
+        build_plan(plan, build, shape);
       } catch (const std::exception& e) {
         plan.graph.reset();
         plan.plan.reset();
@@ -131,9 +131,9 @@ const CudnnPlan* cudnn_plan(const std::string& name, const std::vector<int64_t>&
       }
     }
     if (plan.plan) return &plan;
-    if (why) *why = name + " at " + shape_text + ": " + plan.refusal;
+    if (why) *why = std::string(name) + " at " + text(shape) + ": " + plan.refusal;
   } catch (const std::exception& e) {  // the library or its handle is unavailable
-    if (why) *why = name + ": " + e.what();
+    if (why) *why = std::string(name) + ": " + e.what();
   }
   return nullptr;
 }
@@ -150,10 +150,11 @@ void run_cudnn_plan(const CudnnPlan& plan, const std::vector<int64_t>& uids, con
   check_cudnn(cudnn_library().execute(cudnn_handle(), plan.plan->get(), pack.get()), what);
 }
 
-CudnnEngineVerdicts cudnn_engine_verdicts(const CudnnGraphBuilder& build, const std::string& device_properties) {
+CudnnEngineVerdicts cudnn_engine_verdicts(CudnnGraphBuilder build, const CudnnShape& shape,
+                                          const std::string& device_properties) {
   const CudnnLibrary& lib = cudnn_library();
   CudnnGraph g;
-  const BackendDescriptor& graph = build(g, nullptr);
+  const BackendDescriptor& graph = build(g, shape, nullptr);
   BackendDescriptor& device = g.keep(BackendDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR));
   device
       .set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, static_cast<int64_t>(device_properties.size()),
