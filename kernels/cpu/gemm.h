@@ -23,7 +23,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
 // program chose it. Debian 12's OpenBLAS 0.3.21 picks its kernels by the processor's model number
 // and falls back to its generic SSE3 kernels ("Prescott") for models newer than it knows, Intel's
 // Xeons since Sapphire Rapids among them: about three times slower there than its AVX-512 kernels
-// (a demo-sized run: 96 s against 30 s). Before main, where OpenBLAS fell back so on a processor
+// (a demo-sized run: 96 s against 31 s). Before main, where OpenBLAS fell back so on a processor
 // with AVX2 and FMA and $OPENBLAS_CORETYPE is not set, this program selects the kernels for the
 // processor's features instead (kernels/cpu/gemm.cpp): SkylakeX for an Intel processor with
 // AVX-512 (F, BW, VL), Zen for an AMD one, Haswell for others; the sets OpenBLAS itself picks for
