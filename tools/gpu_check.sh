@@ -53,37 +53,34 @@ find_library() {
     python3 -c "import glob, os, nvidia; print(*[f for p in nvidia.__path__ for f in glob.glob(os.path.join(p, '*', 'lib', '$file'))], sep='\n')" \
       2>/dev/null) | head -1
 }
-# locate_library VARIABLE FILE: a library the engine loads at run time (NCCL, cuDNN), exported in
-# VARIABLE unless the loader finds it.
+# locate_library VARIABLE FILE: a library loaded at run time, where the loader does not find it:
+# its path exported in VARIABLE (the engine's MCDL_CUDNN_LIBRARY, MCDL_NCCL_LIBRARY), or with
+# VARIABLE = LD_LIBRARY_PATH its folder put first there (a library opened by name by another).
 locate_library() {
-  local variable=$1 file=$2
-  [ -n "${!variable:-}" ] && return
-  local found
+  local variable=$1 file=$2 found
+  [ "$variable" != LD_LIBRARY_PATH ] && [ -n "${!variable:-}" ] && return
   found=$(find_library "$file")
   case "$found" in
     loader\ *) say "$file: on the loader's path (${found#loader })" ;;
-    ?*) export "$variable=$found"; say "$file: $found" ;;
+    ?*)
+      if [ "$variable" = LD_LIBRARY_PATH ]; then
+        export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      else
+        export "$variable=$found"
+      fi
+      say "$file: $found (through $variable)" ;;
     *) say "$file: not found" ;;
   esac
 }
-# cuDNN for the cudnn attention (bench_gpu's [cudnn] rows, the GPU suite's cuDNN tests).
+# cuDNN for the cudnn attention and GELU (bench_gpu's [cudnn] rows, the GPU suite's cuDNN tests).
 locate_library MCDL_CUDNN_LIBRARY libcudnn.so.9
-# cuDNN's fused attention engines compile their kernels when a plan is built, with NVRTC, which
-# cuDNN opens by name: where the loader does not find it, its directory goes on LD_LIBRARY_PATH.
-nvrtc=$(find_library libnvrtc.so.13)
-case "$nvrtc" in
-  loader\ *) say "libnvrtc.so.13: on the loader's path (${nvrtc#loader })" ;;
-  ?*) export LD_LIBRARY_PATH="$(dirname "$nvrtc"):$LD_LIBRARY_PATH"; say "libnvrtc.so.13: $nvrtc (put on LD_LIBRARY_PATH)" ;;
-  *) say "libnvrtc.so.13: not found (cuDNN's attention engines cannot compile their kernels)" ;;
-esac
-
-say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
-say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
+# cuDNN's fused engines compile their kernels when a plan is built, with NVRTC, opened by name.
+locate_library LD_LIBRARY_PATH libnvrtc.so.13
 
 # The GPU suite first: the written rules change no default unless it passed whole in the same
-# call, so a call cut off at its bound must not lose it. It runs with cuDNN's warnings logged (only what it refuses: the full log runs to
-# megabytes); cudnn-reasons counts its reasons. On the H200 of 2026-11-29 its attention was
-# refused in its MHA pattern match.
+# call, so a call cut off at its bound must not lose it. It runs with cuDNN's warnings logged
+# (only what it refuses: the full log runs to megabytes); cudnn-reasons counts its reasons. On
+# the H200 of 2026-11-29 its attention was refused in its MHA pattern match.
 wants test && stage test env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu
 cudnn_reasons() {
   [ -f /tmp/cudnn-warnings.log ] || { echo "cuDNN logged no warning"; return 0; }
