@@ -9,6 +9,10 @@
 #include "kernels/bf16.h"
 #include "kernels/cuda/cuda_common.h"
 
+#ifndef __CUDACC__
+#include "kernels/emu/mma.h"
+#endif
+
 namespace mcdl::cuda {
 
 // Two bf16 in one 32-bit register, `low` in the low half (the lower row or column of a pair).
@@ -26,9 +30,8 @@ __device__ __forceinline__ float bf16_high(uint32_t pair) { return __uint_as_flo
 //   a[0] = A[g][2t, 2t+1]      a[1] = A[g+8][2t, 2t+1]    a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]
 //   b[0] = B[2t, 2t+1][g]      b[1] = B[2t+8, 2t+9][g]
 //   c[0], c[1] = C[g][2t, 2t+1]                            c[2], c[3] = C[g+8][2t, 2t+1]
-// On the GPU the mma.sync instruction (sm_80 and newer). In the emulator each lane gathers the two
-// rows of A and the two columns of B it needs from the others by shuffles, and adds the products to
-// c in fp32, k in order (a product of two bf16 values is exact in fp32).
+// On the GPU the mma.sync instruction (sm_80 and newer); in the emulator one warp collective that
+// adds the products to c in fp32, k in order (kernels/emu/mma.h).
 __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 #if defined(__CUDA_ARCH__)
   asm volatile(
@@ -37,27 +40,7 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const uint32_t (&a
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #elif !defined(__CUDACC__)
-  constexpr unsigned all = 0xffffffffu;
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  // rows[h][k]: A[g + 8h][k]; columns[n][k]: B[k][2t + n].
-  float rows[2][16], columns[2][16];
-  for (int reg = 0; reg < 4; ++reg)
-    for (int from = 0; from < 4; ++from) {
-      const uint32_t pair = __shfl_sync(all, a[reg], 4 * g + from);
-      const int h = reg % 2, k = 2 * from + (reg / 2) * 8;
-      rows[h][k] = bf16_low(pair);
-      rows[h][k + 1] = bf16_high(pair);
-    }
-  for (int reg = 0; reg < 2; ++reg)
-    for (int n = 0; n < 2; ++n)
-      for (int from = 0; from < 4; ++from) {
-        const uint32_t pair = __shfl_sync(all, b[reg], 4 * (2 * t + n) + from);
-        const int k = 2 * from + reg * 8;
-        columns[n][k] = bf16_low(pair);
-        columns[n][k + 1] = bf16_high(pair);
-      }
-  for (int i = 0; i < 4; ++i)
-    for (int k = 0; k < 16; ++k) c[i] += rows[i / 2][k] * columns[i % 2][k];
+  emu::mma_m16n8k16_bf16(c, a, b);
 #endif
 }
 
@@ -74,8 +57,8 @@ __device__ __forceinline__ void mma_bf16_16816_pair(float (&c0)[4], float (&c1)[
 // each, 16-byte aligned); with g = lane / 4 and t = lane % 4, lane gets in r[i]
 //   load_matrices_x4:            M_i[g][2t, 2t+1]      (a B operand whose columns are M's rows)
 //   load_matrices_x4_transposed: M_i[2t, 2t+1][g]      (a B operand stored row by row)
-// On the GPU the ldmatrix instruction (sm_75 and newer); in the emulator each lane reads the rows
-// it needs through the row addresses the other lanes hold, exchanged by shuffles.
+// On the GPU the ldmatrix instruction (sm_75 and newer); in the emulator one warp collective that
+// reads through every lane's row address (kernels/emu/mma.h), checking their 16-byte alignment.
 __device__ __forceinline__ void load_matrices_x4(uint32_t (&r)[4], const bf16* row) {
 #if defined(__CUDA_ARCH__)
   const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
@@ -83,11 +66,7 @@ __device__ __forceinline__ void load_matrices_x4(uint32_t (&r)[4], const bf16* r
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 #elif !defined(__CUDACC__)
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    const bf16* source = __shfl_sync(0xffffffffu, row, 8 * i + g);
-    r[i] = pair_bits(source[2 * t], source[2 * t + 1]);
-  }
+  emu::ldmatrix_x4(r, row, false);
 #endif
 }
 __device__ __forceinline__ void load_matrices_x4_transposed(uint32_t (&r)[4], const bf16* row) {
@@ -97,12 +76,7 @@ __device__ __forceinline__ void load_matrices_x4_transposed(uint32_t (&r)[4], co
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 #elif !defined(__CUDACC__)
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    const bf16* low = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t);
-    const bf16* high = __shfl_sync(0xffffffffu, row, 8 * i + 2 * t + 1);
-    r[i] = pair_bits(low[g], high[g]);
-  }
+  emu::ldmatrix_x4(r, row, true);
 #endif
 }
 

@@ -4,7 +4,7 @@
 //
 // load_matrix_sync, store_matrix_sync and mma_sync are warp-collective, as on the GPU: each lane
 // posts its arguments and waits; once all 32 lanes of the warp wait at the same call, the
-// scheduler runs the operation once for the warp (scheduler.h). A lane that never arrives is
+// scheduler runs the operation once for the warp (warp_collective.h). A lane that never arrives is
 // reported like a shuffle that can never complete. What CUDA documents as required is checked,
 // with the call site in the message: a full warp, a 256-bit (32-byte) aligned pointer, ldm a
 // multiple of 16 bytes (8 bf16 or 4 floats), and the same pointer, ldm and layout in every lane.
@@ -32,6 +32,7 @@
 #include "intrinsics.h"
 #include "scheduler.h"
 #include "thread_order.h"
+#include "warp_collective.h"
 
 // CUDA's bfloat16 as the WMMA functions take it (cuda_bf16.h): the upper 16 bits of an IEEE float.
 struct alignas(2) __nv_bfloat16 {
@@ -114,11 +115,6 @@ struct MemoryArguments {
   nvcuda::wmma::layout_t layout;
 };
 
-template <class Arguments>
-const Arguments& lane_arguments(void* const* lanes, unsigned lane) {
-  return *static_cast<const Arguments*>(lanes[lane]);
-}
-
 // CUDA requires one matrix per warp: the same pointer, ldm and layout in every lane.
 template <class Arguments>
 void check_same_matrix(void* const* lanes) {
@@ -191,24 +187,6 @@ void multiply_tiles(void* const* lanes) {
     AccumulatorFragment& d = *lane_arguments<Arguments>(lanes, lane).d;
     for (unsigned i = 0; i < lane_elements; ++i) d.x[i] = c[fragment_position(2, lane, i)];
   }
-}
-
-// Checks what one lane can check, then waits until the warp's other lanes arrive and the
-// scheduler has run `operation` on all of them.
-template <class Arguments>
-void warp_collective(void (*operation)(void* const*), const Arguments& arguments, const char* name,
-                     const std::source_location& where) {
-  if (const ThreadState* thread = current_thread) {
-    const dim3& block = builtins.block_dim;
-    const unsigned threads = block.x * block.y * block.z, first = thread->linear / warp_lanes * warp_lanes;
-    if (threads - first < warp_lanes)
-      throw EmulationError(std::string(name) + " (" + to_string(where) + "): a warp-collective operation needs all " +
-                           "32 lanes, but this warp of the block has " + std::to_string(threads - first));
-  }
-  WaitOp op = warp_op(WaitKind::collective, ~0u, name, where);
-  op.collective = operation;
-  op.value = reinterpret_cast<uintptr_t>(&arguments);
-  Scheduler::instance().wait(op);
 }
 
 inline void check_matrix(const char* name, const void* memory, unsigned ldm, unsigned element_bytes,

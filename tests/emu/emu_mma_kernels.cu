@@ -53,4 +53,20 @@ void launch_ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early) {
   cuda::launch(ldmatrix_tile, 1, 32, 0, nullptr, m, out, early);
 }
 
+// ldmatrix with lane `lane`'s row address `offset_bytes` past where it should be (0: a correct call).
+__global__ void ldmatrix_misaligned(int lane, int offset_bytes, uint32_t* out) {
+  __shared__ __align__(16) bf16 staged[4 * 8 * 8 + 8];
+  const int me = static_cast<int>(threadIdx.x % 32);
+  for (int i = me; i < 4 * 8 * 8 + 8; i += 32) staged[i] = bf16(static_cast<float>(i));
+  __syncthreads();
+  const auto* row = reinterpret_cast<const unsigned char*>(staged + me * 8) + (me == lane ? offset_bytes : 0);
+  uint32_t r[4];
+  cuda::load_matrices_x4(r, reinterpret_cast<const bf16*>(row));
+  out[me] = r[0];
+}
+
+void launch_ldmatrix_misaligned(int lane, int offset_bytes, uint32_t* out) {
+  cuda::launch(ldmatrix_misaligned, 1, 32, 0, nullptr, lane, offset_bytes, out);
+}
+
 }  // namespace mcdl::emu_selftest

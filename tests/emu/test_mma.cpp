@@ -4,13 +4,16 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "kernels/bf16.h"
+#include "kernels/emu/error.h"
 #include "kernels/emu/thread_order.h"
 
 namespace mcdl::emu_selftest {
 void launch_mma_tile(const bf16* a, const bf16* b, float* c);
 void launch_ldmatrix_tile(const bf16* m, uint32_t* out, uint16_t* early);
+void launch_ldmatrix_misaligned(int lane, int offset_bytes, uint32_t* out);
 }  // namespace mcdl::emu_selftest
 
 using mcdl::bf16;
@@ -61,4 +64,23 @@ TEST_CASE("emulator: ldmatrix gives mma.sync's B fragments, as they lie and tran
     }
     CHECK(wrong == 0);
   });
+}
+
+TEST_CASE("emulator: ldmatrix reports a row address that is not 16-byte aligned, with the lane") {
+  std::array<uint32_t, 32> out{};
+  const auto error = [&](int lane, int offset_bytes) -> std::string {
+    try {
+      mcdl::emu_selftest::launch_ldmatrix_misaligned(lane, offset_bytes, out.data());
+    } catch (const mcdl::emu::EmulationError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string misaligned = error(13, 8);
+  CHECK(misaligned.find("ldmatrix.x4 (") != std::string::npos);
+  CHECK(misaligned.find("lane 13's row address") != std::string::npos);
+  CHECK(misaligned.find("is not 16-byte aligned") != std::string::npos);
+  CHECK(error(0, 2).find("lane 0's row address") != std::string::npos);
+  CHECK(error(5, 16).empty());  // another row, still aligned: ldmatrix reads it
+  CHECK(error(5, 0).empty());
 }
