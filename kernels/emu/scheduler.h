@@ -153,7 +153,7 @@ class Scheduler {
     thread->status = op.kind == WaitKind::block_barrier ? Status::at_block_barrier : Status::at_warp_op;
     Fiber* fiber = thread->fiber;
     StackSwitch::begin(&fiber->fake_stack, scheduler_stack_bottom_, scheduler_stack_size_);
-    swapcontext(fiber->context(), &scheduler_context_);
+    switch_stack(&fiber->stack_pointer, scheduler_stack_pointer_);
     StackSwitch::end(fiber->fake_stack, &scheduler_stack_bottom_, &scheduler_stack_size_);
     return thread->result;
   }
@@ -198,7 +198,7 @@ class Scheduler {
     arrange(start_order_, stream);
     for (next_start_ = 0; next_start_ < n_;) {
       Fiber* runner = pool_.acquire();
-      runner->start(&run_threads, &scheduler_context_);
+      runner->start(&run_threads);
       switch_to(runner);
     }
     for (uint64_t round = 1; exited_ < n_; ++round) {
@@ -243,17 +243,18 @@ class Scheduler {
       ++self.exited_;
     }
     fiber->finished = true;
-    // Back to the scheduler for good (what returning would do through uc_link), so that nothing
-    // of this frame runs after ASan has been told that the fiber's fake stack is gone.
+    // Back to the scheduler for good, so that nothing of this frame runs after ASan has been told
+    // that the fiber's fake stack is gone.
     StackSwitch::begin(nullptr, self.scheduler_stack_bottom_, self.scheduler_stack_size_);
-    setcontext(&self.scheduler_context_);
+    void* never_resumed;
+    switch_stack(&never_resumed, self.scheduler_stack_pointer_);
   }
 
   void switch_to(Fiber* fiber) {
     running_fiber_ = fiber;
     void* fake_stack = nullptr;
     StackSwitch::begin(&fake_stack, fiber->stack_bottom(), Fiber::stack_size());
-    swapcontext(&scheduler_context_, fiber->context());
+    switch_stack(&scheduler_stack_pointer_, fiber->stack_pointer);
     StackSwitch::end(fake_stack);
     current_thread = nullptr;
     if (fiber->finished) {
@@ -431,7 +432,7 @@ class Scheduler {
 
   std::mutex mutex_;
   FiberPool pool_;
-  ucontext_t scheduler_context_{};
+  void* scheduler_stack_pointer_ = nullptr;  // where switch_stack saved the scheduler
   // The stack the scheduler runs on (the launching host thread's), for StackSwitch.
   const void* scheduler_stack_bottom_ = nullptr;
   size_t scheduler_stack_size_ = 0;
