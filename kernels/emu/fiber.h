@@ -136,7 +136,7 @@ class Fiber {
 
   void* stack_pointer = nullptr;  // where switch_stack saved the fiber (or start() prepared it)
   ThreadState* thread = nullptr;  // the emulated thread on this fiber (the last one once finished)
-  bool finished = false;          // entry() has returned
+  bool finished = false;          // entry() is done with this fiber (its last switch is under way)
   void* fake_stack = nullptr;     // ASan's save slot while the fiber is switched out (StackSwitch)
 
  private:
