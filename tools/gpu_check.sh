@@ -77,6 +77,9 @@ locate_library MCDL_CUDNN_LIBRARY libcudnn.so.9
 # cuDNN's fused engines compile their kernels when a plan is built, with NVRTC, opened by name.
 locate_library LD_LIBRARY_PATH libnvrtc.so.13
 
+say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
+
 # The GPU suite first: the written rules change no default unless it passed whole in the same
 # call, so a call cut off at its bound must not lose it. It runs with cuDNN's warnings logged
 # (only what it refuses: the full log runs to megabytes); cudnn-reasons counts its reasons. On

@@ -23,8 +23,6 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float low, float high) {
 __device__ __forceinline__ uint32_t pair_bits(bf16 low, bf16 high) {
   return static_cast<uint32_t>(low.bits) | (static_cast<uint32_t>(high.bits) << 16);
 }
-__device__ __forceinline__ float bf16_low(uint32_t pair) { return __uint_as_float(pair << 16); }
-__device__ __forceinline__ float bf16_high(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
 
 // c += A·B for A 16×16 and B 16×8 (bf16), c 16×8 (fp32). With g = lane / 4 and t = lane % 4:
 //   a[0] = A[g][2t, 2t+1]      a[1] = A[g+8][2t, 2t+1]    a[2] = A[g][2t+8, 2t+9]   a[3] = A[g+8][2t+8, 2t+9]

@@ -8,6 +8,7 @@
 // to each c in fp32, k in order (a product of two bf16 values is exact in fp32); ldmatrix checks
 // that every lane's row address is 16-byte aligned, as the instruction requires.
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -20,12 +21,7 @@
 namespace mcdl::emu {
 namespace detail {
 
-inline float bf16_bits_to_float(uint32_t bits16) {
-  const uint32_t bits = bits16 << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+inline float bf16_bits_to_float(uint32_t bits16) { return std::bit_cast<float>(bits16 << 16); }
 
 struct MmaLane {
   float* c;
