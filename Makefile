@@ -2,8 +2,9 @@
 # benchmarks. Missing Debian packages are installed by tools/install_deps.sh first.
 #
 # The CUDA kernels (kernels/cuda/*.cu) build two ways:
-#   - with nvcc into build/libmcdl_cuda.a: the product's GPU backend (sm_80, sm_90, and
-#     compute_90 PTX for newer GPUs), linked into the tools and into build/mcdl_tests_gpu;
+#   - with nvcc into build/libmcdl_cuda.a: the product's GPU backend (sm_80, sm_90a: Hopper's
+#     own instructions such as wgmma, and compute_90 PTX for newer GPUs), linked into the tools
+#     and into build/mcdl_tests_gpu;
 #   - with g++ and the CPU emulator (kernels/emu/) into build/libmcdl_cuda_emu.a: linked into
 #     build/mcdl_tests, which checks every kernel against the CPU reference without a GPU.
 # Without nvcc, the tools link the emulated library, which reports no device: a CPU-only build.
@@ -38,7 +39,7 @@ NVCC := $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc &
 NVCCFLAGS ?= -O3
 # ptxas treats a register spill as an error, so the build itself keeps every kernel spill-free.
 NVCCFLAGS += -std=c++20 -I. -Werror all-warnings -Xcompiler -Wall,-Wextra -Xptxas --warn-on-spills,--warning-as-error \
-             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
              -gencode arch=compute_90,code=compute_90 -MMD -MP
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart_static -ldl -lrt -lpthread
 

@@ -25,15 +25,16 @@ const char* attention_algorithm_name(AttentionAlgorithm algorithm) {
     case AttentionAlgorithm::unfused: return "unfused";
     case AttentionAlgorithm::flash: return "flash";
     case AttentionAlgorithm::cudnn: return "cudnn";
+    case AttentionAlgorithm::wgmma: return "wgmma";
   }
   return "unknown";
 }
 
 AttentionAlgorithm parse_attention_algorithm(const std::string& text) {
-  for (AttentionAlgorithm algorithm :
-       {AttentionAlgorithm::fused, AttentionAlgorithm::unfused, AttentionAlgorithm::flash, AttentionAlgorithm::cudnn})
+  for (AttentionAlgorithm algorithm : {AttentionAlgorithm::fused, AttentionAlgorithm::unfused, AttentionAlgorithm::flash,
+                                       AttentionAlgorithm::cudnn, AttentionAlgorithm::wgmma})
     if (text == attention_algorithm_name(algorithm)) return algorithm;
-  throw std::invalid_argument("expected fused, unfused, flash or cudnn, got '" + text + "'");
+  throw std::invalid_argument("expected fused, unfused, flash, cudnn or wgmma, got '" + text + "'");
 }
 
 GeluForm gelu_form(Bf16Gelu gelu) { return gelu == Bf16Gelu::tanh ? GeluForm::tanh : GeluForm::erf; }

@@ -27,15 +27,17 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // [B·H, T, T] scores in memory, the softmax through each warp's shared memory; head sizes 16 to 64
 // in steps of 16, other sizes take the unfused path), flash (the same sizes, FlashAttention-2's
 // arrangement on mma.sync: scores, softmax and numerators in registers, keys and values staged
-// asynchronously; its present form not yet timed on a GPU, so not the default), cudnn (cuDNN's
+// asynchronously; its present form not yet timed on a GPU, so not the default), wgmma (Hopper's
+// warpgroup products, head size 64 and up to 256 tokens on a 9.0 device, the fused kernel
+// elsewhere with a note on stderr; not yet run on a GPU), cudnn (cuDNN's
 // fused scaled-dot-product attention, its flash-attention engine, loaded at run time; where cuDNN
 // is missing or offers no plan for a shape, the fused kernel runs instead, with a note on stderr
 // once per reason; not yet timed on a GPU), or unfused (two batched
 // cuBLAS products with a softmax kernel between them, the scores rounded to bf16 in a scratch of
-// B·H·T·T). `make bench-gpu` times all four; the tools take the run's choice from $MCDL_ATTENTION
+// B·H·T·T). `make bench-gpu` times all five; the tools take the run's choice from $MCDL_ATTENTION
 // (tools/common/cli.h).
-enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn };
-// "fused", "unfused", "flash", "cudnn"; parse_attention_algorithm throws std::invalid_argument
+enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn, wgmma };
+// "fused", "unfused", "flash", "cudnn", "wgmma"; parse_attention_algorithm throws std::invalid_argument
 // naming the choices when the text is none of them.
 const char* attention_algorithm_name(AttentionAlgorithm algorithm);
 AttentionAlgorithm parse_attention_algorithm(const std::string& text);

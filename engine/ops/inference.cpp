@@ -14,6 +14,7 @@
 #include "engine/ops/shape.h"
 #include "engine/profile.h"
 #include "engine/settings.h"
+#include "kernels/cuda/attention_wgmma.h"
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/gemm.h"
 
@@ -177,6 +178,15 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
     if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, &why)) {
       const ProfileRange range(qkv.device(), "attention_bf16_cudnn");
       cuda::attention_bf16_cudnn(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
+      return context;
+    }
+    note_once(why + "; the engine's fused attention runs instead");
+  }
+  if (qkv.device().is_cuda() && algorithm == AttentionAlgorithm::wgmma) {
+    std::string why;
+    if (cuda::attention_bf16_wgmma_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), t, hd, &why)) {
+      const ProfileRange range(qkv.device(), "attention_bf16_wgmma");
+      cuda::attention_bf16_wgmma(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
       return context;
     }
     note_once(why + "; the engine's fused attention runs instead");

@@ -14,6 +14,7 @@
 
 #include "kernels/emu/live_objects.h"
 #include "kernels/emu/profile_ranges.h"  // the host waits, as marks
+#include "kernels/emu/shared_opt_in.h"
 #include "kernels/emu/stream_capture.h"
 #include "kernels/emu/vector_types.h"
 
@@ -180,6 +181,17 @@ inline cudaError_t cudaFreeHost(void* ptr) {
 }
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return cudaSuccess;
+}
+
+// A kernel's grant of dynamic shared memory above the default 48 KB (shared_opt_in.h); up to the
+// 227 KB of an sm_90 block.
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+template <class... Params>
+cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 227 * 1024)
+    return cudaErrorInvalidValue;
+  mcdl::emu::detail::SharedOptIn::instance().grant(reinterpret_cast<uintptr_t>(kernel), static_cast<size_t>(value));
   return cudaSuccess;
 }
 

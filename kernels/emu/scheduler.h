@@ -35,6 +35,7 @@
 
 #include "error.h"
 #include "fiber.h"
+#include "shared_opt_in.h"
 #include "stream_capture.h"
 #include "symbols.h"
 #include "thread_order.h"
@@ -83,6 +84,7 @@ struct Builtins {
   dim3 block_dim;
   dim3 grid_dim;
   unsigned char* dynamic_shared = nullptr;
+  size_t dynamic_shared_bytes = 0;
 };
 inline thread_local Builtins builtins;
 inline thread_local ThreadState* current_thread = nullptr;
@@ -127,6 +129,7 @@ class Scheduler {
     builtins.block_dim = launch.block;
     builtins.grid_dim = launch.grid;
     builtins.dynamic_shared = dynamic_shared_.empty() ? nullptr : dynamic_shared_.front().bytes;
+    builtins.dynamic_shared_bytes = launch.shared_bytes;
     n_ = launch.block.x * launch.block.y * launch.block.z;
     threads_.resize(n_);
     const unsigned long long blocks = 1ull * launch.grid.x * launch.grid.y * launch.grid.z;
@@ -175,6 +178,11 @@ class Scheduler {
       throw EmulationError("mcdl::emu: " + std::to_string(launch.shared_bytes) +
                            " bytes of dynamic shared memory exceed the " + std::to_string(max_dynamic_shared_bytes) +
                            " a block can have");
+    if (const size_t limit = SharedOptIn::instance().limit(launch.kernel_address); launch.shared_bytes > limit)
+      throw EmulationError("mcdl::emu: " + std::to_string(launch.shared_bytes) +
+                           " bytes of dynamic shared memory exceed the kernel's " + std::to_string(limit) +
+                           "; above 48 KB a kernel needs cudaFuncSetAttribute(kernel, "
+                           "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first");
   }
 
   void run_block(unsigned long long block, const std::vector<MemoryRegion>& static_shared) {

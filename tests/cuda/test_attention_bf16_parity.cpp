@@ -1,6 +1,6 @@
 // bf16_attention (engine/ops/inference.h) on the CUDA device against the CPU reference: the fused
 // tensor-core kernel at several shapes (T not a multiple of 16, one or several steps of 64 keys,
-// every head size it takes), the flash kernel and cuDNN's fused attention (through the emulated
+// every head size it takes), the flash and wgmma kernels and cuDNN's fused attention (through the emulated
 // cuDNN, or the real one in the GPU binary), the unfused path when selected, and the unfused
 // fallback for head sizes the fused kernel does not take. Which path ran is read from the profiler
 // ranges.
@@ -67,11 +67,18 @@ struct AttentionCase {
 constexpr AttentionCase kAttentionCases[] = {{2, 5, 2, 32},   {1, 17, 2, 64},  {2, 64, 1, 48},  {2, 70, 1, 48},
                                              {1, 130, 3, 16}, {1, 197, 2, 64}, {1, 257, 1, 64}, {1, 261, 1, 64}};
 
+// T = 5 to 256 at head size 64, the wgmma kernel's: one to four 64-key chunks, each partly filled
+// (65: a second chunk with one key), and one full (64, 256: no key past the last token).
+constexpr AttentionCase kWgmmaCases[] = {{2, 5, 2, 64},   {1, 64, 2, 64},  {1, 65, 1, 64},
+                                         {2, 130, 1, 64}, {1, 197, 3, 64}, {1, 256, 1, 64}};
+
 // The selected fused kernel (profiler range `path`) against the CPU reference at every case, then
 // with rising scores: tokens scaled from 0.5 up to 3, so later keys give larger scores and every
 // step of 64 keys rescales what the earlier ones accumulated.
-void check_fused_kernel(const std::string& label, const std::string& path, uint64_t seed) {
-  for (const AttentionCase& c : kAttentionCases) {
+template <size_t N = std::size(kAttentionCases)>
+void check_fused_kernel(const std::string& label, const std::string& path, uint64_t seed,
+                        const AttentionCase (&cases)[N] = kAttentionCases, int64_t rising_head_dim = 32) {
+  for (const AttentionCase& c : cases) {
     const std::string name = label + " bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
                              " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
     const Tensor qkv = random_qkv(c.batch, c.tokens, c.heads, c.head_dim, ++seed);
@@ -83,7 +90,8 @@ void check_fused_kernel(const std::string& label, const std::string& path, uint6
   std::vector<float> ramp;
   for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
   check_cuda_forward_parity(label + " bf16_attention, rising scores", [](auto& x) { return attention(x[0] * x[1], 2); },
-                            {random_qkv(2, tokens, 2, 32, ++seed), from_vector(ramp, {1, tokens, 1})}, fused_atol(6),
+                            {random_qkv(2, tokens, 2, rising_head_dim, ++seed), from_vector(ramp, {1, tokens, 1})},
+                            fused_atol(6),
                             fused_rtol);
 }
 
@@ -100,6 +108,15 @@ TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at
   check_fused_kernel("flash", "attention_bf16_flash", 200);
   // Head size 8 falls back to the unfused path, as with the fused kernel.
   check_path(random_qkv(1, 9, 2, 8, 9), 2, "attention_bf16_unfused");
+}
+
+TEST_CASE("cuda parity: wgmma bf16 attention (Hopper's warpgroup products) at head size 64, T = 5 to 256") {
+  if (!testing::cpu_runs_bf16_products()) return;
+  const ScopedEngineSettings wgmma(&EngineSettings::attention, AttentionAlgorithm::wgmma);
+  check_fused_kernel("wgmma", "attention_bf16_wgmma", 250, kWgmmaCases, 64);
+  // What it does not take runs the fused kernel: another head size, more than 256 tokens.
+  check_path(random_qkv(1, 17, 2, 32, 9), 2, "attention_bf16");
+  check_path(random_qkv(1, 257, 1, 64, 10), 1, "attention_bf16");
 }
 
 namespace {
@@ -157,10 +174,11 @@ double excess_over_host(const Tensor& qkv, int64_t heads) {
 
 }  // namespace
 
-TEST_CASE("bf16 attention: the flash and fused kernels and cuDNN's against a host reference without oneDNN") {
+TEST_CASE("bf16 attention: the flash, fused and wgmma kernels and cuDNN's against a host reference without oneDNN") {
   uint64_t seed = 300;
   for (const AttentionCase& c : kAttentionCases)
-    for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused, AttentionAlgorithm::cudnn}) {
+    for (AttentionAlgorithm algorithm : {AttentionAlgorithm::flash, AttentionAlgorithm::fused, AttentionAlgorithm::cudnn,
+                                         AttentionAlgorithm::wgmma}) {
       CAPTURE(c.tokens);
       CAPTURE(c.head_dim);
       CAPTURE(static_cast<int>(algorithm));

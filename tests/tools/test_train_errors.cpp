@@ -105,7 +105,7 @@ TEST_CASE("mcdl_train: bad input ends in one clear message and a non-zero exit")
           " --out " + (scratch / "attention").string(),
       scratch / "stderr.txt");
   CHECK(outcome.status == 1);
-  CHECK(outcome.err.find("error: MCDL_ATTENTION: expected fused, unfused, flash or cudnn, got 'fast'") !=
+  CHECK(outcome.err.find("error: MCDL_ATTENTION: expected fused, unfused, flash, cudnn or wgmma, got 'fast'") !=
         std::string::npos);
   fs::remove_all(scratch);
 }

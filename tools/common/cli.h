@@ -10,7 +10,7 @@
 
 namespace mcdl::tools {
 
-// Runs `run` with the attention algorithm $MCDL_ATTENTION names (fused, unfused, flash, cudnn),
+// Runs `run` with the attention algorithm $MCDL_ATTENTION names (fused, unfused, flash, cudnn, wgmma),
 // the bf16 MLP's GELU $MCDL_BF16_GELU names (erf, tanh, cudnn) and the CUDA graphs $MCDL_CUDA_GRAPHS
 // names (off, frozen) when they are set (engine/settings.h).
 int run_tool(int argc, char** argv, int (*run)(int argc, char** argv));

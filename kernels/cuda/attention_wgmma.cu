@@ -1,0 +1,255 @@
+// The frozen blocks' attention on Hopper's warpgroup products (attention_bf16_wgmma): head size
+// 64 and up to 256 tokens, ViT-B/16's 197 among them.
+//
+// A block is one warpgroup (four warps) and 64 query rows of one head. At these lengths a head's
+// keys and values fit in shared memory whole (64 KB at 256 tokens), so there is no online softmax:
+// the block stages every key and value at once with asynchronous copies, keys and values as two
+// groups; computes all the scores S = Q·Kᵀ of its rows in registers (a 64×64 warpgroup product
+// per 64 keys and 16 dimensions, Q's fragments as the A operand) while the values still land;
+// takes each row's max and sum across the four lanes that hold it; rounds the numerators
+// P = exp(scale·S − max) to bf16 where they lie, which is already the A operand of O = P·V; and
+// divides by the sum at the end. The roundings are the fused and flash kernels' (fp32 scores and
+// softmax, bf16 numerators), with the max taken over all keys at once.
+//
+// Keys and values are staged in the layout the products read without swizzle (kernels/cuda/wgmma.h):
+// 8×8 core matrices [key / 8][dimension / 8] of 128 contiguous bytes, 16 bytes per key. Keys are
+// the K-major B operand of Q·Kᵀ; values, in the same layout, the MN-major B operand of P·V.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/async_copy.h"
+#include "kernels/cuda/attention_wgmma.h"
+#include "kernels/cuda/block_reduce.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/elementwise_launch.h"
+#include "kernels/cuda/mma.h"
+#include "kernels/cuda/wgmma.h"
+
+namespace mcdl::cuda {
+namespace {
+
+constexpr int head_size = 64;
+constexpr int block_rows = 64;           // query rows per block: one warpgroup's product
+constexpr int chunk_keys = 64;           // keys per score product (its N)
+constexpr int core_bytes = 128;          // one 8×8 core matrix of bf16
+constexpr int key_group_bytes = 8 * core_bytes;  // 8 keys × 64 dimensions
+
+// The bf16 offset of key `key`, dimension `dim` in a staged tile.
+__device__ __forceinline__ int staged_offset(int key, int dim) {
+  return ((key / 8) * 8 + dim / 8) * (core_bytes / 2) + (key % 8) * 8 + dim % 8;
+}
+
+__device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+template <int Chunks>
+constexpr size_t staged_bytes() {
+  return 2 * static_cast<size_t>(Chunks) * chunk_keys * head_size * sizeof(bf16);  // keys and values
+}
+
+// qkv [B, T, 3, H, 64] → context [B, T, H, 64]; block x covers head x / query_groups (b·H + h) and
+// its query rows from (x % query_groups)·64 on. Chunks: 64-key chunks covering T.
+template <int Chunks>
+__global__ void __launch_bounds__(128)
+    attention_bf16_wgmma_kernel(const bf16* __restrict__ qkv, bf16* __restrict__ context, int64_t tokens,
+                                int64_t heads, int64_t query_groups, float scale_log2) {
+  constexpr int staged_keys = Chunks * chunk_keys, k_steps = head_size / 16;
+  MCDL_DYNAMIC_SHARED(unsigned char, shared);
+  bf16* const keys = reinterpret_cast<bf16*>(shared);
+  bf16* const values = keys + staged_keys * head_size;
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int g = lane / 4, t = lane % 4;
+
+  const int64_t head = blockIdx.x / query_groups, b = head / heads, h = head % heads;
+  const int64_t row_stride = 3 * heads * head_size;
+  const bf16* q_first = qkv + b * tokens * row_stride + h * head_size;
+  const bf16* k_first = q_first + heads * head_size;
+  const bf16* v_first = q_first + 2 * heads * head_size;
+  const int64_t first_query = blockIdx.x % query_groups * block_rows + warp * 16;
+
+  // Keys, then values, as two groups of 16-byte copies, zeros past the last token. Eight
+  // consecutive threads fill one core matrix's 128 bytes.
+  AsyncCopies copies;
+  const auto stage = [&](bf16* tile, const bf16* source) {
+    for (int i = static_cast<int>(threadIdx.x); i < staged_keys * 8; i += static_cast<int>(blockDim.x)) {
+      const int key = i / 64 * 8 + i % 8, dim = i / 8 % 8 * 8;
+      const bool valid = key < tokens;
+      copies.copy16(tile + staged_offset(key, dim), source + (valid ? key : 0) * row_stride + dim, valid);
+    }
+    copies.commit();
+  };
+  stage(keys, k_first);
+  stage(values, v_first);
+
+  // Q as A operands, this warp's 16 rows (zeros past the last token).
+  uint32_t q[k_steps][4];
+  const int64_t lo = first_query + g, hi = lo + 8;
+  MCDL_UNROLL
+  for (int s = 0; s < k_steps; ++s) {
+    const int col = 16 * s + 2 * t;
+    q[s][0] = lo < tokens ? load_pair(q_first + lo * row_stride + col) : 0u;
+    q[s][1] = hi < tokens ? load_pair(q_first + hi * row_stride + col) : 0u;
+    q[s][2] = lo < tokens ? load_pair(q_first + lo * row_stride + col + 8) : 0u;
+    q[s][3] = hi < tokens ? load_pair(q_first + hi * row_stride + col + 8) : 0u;
+  }
+
+  copies.wait<1>();
+  __syncthreads();  // every thread's keys have landed
+  WarpgroupMma mma;
+  float scores[Chunks][32];
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c)
+    MCDL_UNROLL
+    for (int i = 0; i < 32; ++i) scores[c][i] = 0.0f;
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c) WarpgroupMma::hold(scores[c]);
+  MCDL_UNROLL
+  for (int s = 0; s < k_steps; ++s) WarpgroupMma::hold(q[s]);
+  mma.fence();
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c)
+    MCDL_UNROLL
+    for (int s = 0; s < k_steps; ++s) {
+      // Keys 64c .. 64c + 63 (N), dimensions 16s .. 16s + 15 (K): K-major, a core row along K.
+      const uint64_t b_desc = shared_matrix_descriptor(keys + staged_offset(chunk_keys * c, 16 * s), core_bytes,
+                                                       key_group_bytes);
+      mma.m64n64k16<false>(scores[c], q[s], b_desc, s > 0);
+    }
+  mma.commit();
+  mma.wait<0>();
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c) WarpgroupMma::hold(scores[c]);
+
+  // Row g's scores are scores[c][4i], [4i+1] (key 64c + 8i + 2t, + 1); row g + 8's [4i+2], [4i+3].
+  float row_max[2] = {-INFINITY, -INFINITY};
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c)
+    MCDL_UNROLL
+    for (int i = 0; i < 32; ++i) {
+      const int key = chunk_keys * c + 8 * (i / 4) + 2 * t + i % 2;
+      scores[c][i] = key < tokens ? scores[c][i] * scale_log2 : -INFINITY;
+      row_max[i % 4 / 2] = fmaxf(row_max[i % 4 / 2], scores[c][i]);
+    }
+  float row_sum[2] = {0.0f, 0.0f};
+  MCDL_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    row_max[r] = fmaxf(row_max[r], __shfl_xor_sync(full_warp, row_max[r], 1));
+    row_max[r] = fmaxf(row_max[r], __shfl_xor_sync(full_warp, row_max[r], 2));
+  }
+  // P = exp2(scale·log2(e)·S − max), rounded to bf16 as the A operand of 16 keys each: keys
+  // 16u .. 16u + 15 are chunk u / 4's 8-key tiles 2(u % 4) and 2(u % 4) + 1.
+  uint32_t p[Chunks * 4][4];
+  MCDL_UNROLL
+  for (int c = 0; c < Chunks; ++c)
+    MCDL_UNROLL
+    for (int i = 0; i < 32; ++i) {
+      scores[c][i] = exp2f(scores[c][i] - row_max[i % 4 / 2]);  // 0 past the last token
+      row_sum[i % 4 / 2] += scores[c][i];
+    }
+  MCDL_UNROLL
+  for (int u = 0; u < Chunks * 4; ++u) {
+    const float* tiles = scores[u / 4] + 8 * (u % 4);  // tile 2(u % 4) at [0, 4), the next at [4, 8)
+    p[u][0] = pack_bf16x2(tiles[0], tiles[1]);
+    p[u][1] = pack_bf16x2(tiles[2], tiles[3]);
+    p[u][2] = pack_bf16x2(tiles[4], tiles[5]);
+    p[u][3] = pack_bf16x2(tiles[6], tiles[7]);
+  }
+
+  copies.wait<0>();
+  __syncthreads();  // every thread's values have landed
+  float out[32];
+  MCDL_UNROLL
+  for (int i = 0; i < 32; ++i) out[i] = 0.0f;
+  WarpgroupMma::hold(out);
+  MCDL_UNROLL
+  for (int u = 0; u < Chunks * 4; ++u) WarpgroupMma::hold(p[u]);
+  mma.fence();
+  MCDL_UNROLL
+  for (int u = 0; u < Chunks * 4; ++u) {
+    // Every step, those past the last token included (their numerators and values are zeros):
+    // a branch between the products would make ptxas serialize them.
+    // Keys 16u .. 16u + 15 (K), all 64 dimensions (N): MN-major, a core row along N.
+    const uint64_t b_desc = shared_matrix_descriptor(values + staged_offset(16 * u, 0), key_group_bytes, core_bytes);
+    mma.m64n64k16<true>(out, p[u], b_desc, u > 0);
+  }
+  mma.commit();
+  mma.wait<0>();
+  WarpgroupMma::hold(out);
+
+  // context = O / sum, each lane's two columns of each 8-column tile as one 32-bit store.
+  MCDL_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(full_warp, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(full_warp, row_sum[r], 2);
+    const int64_t row = first_query + g + 8 * r;
+    if (row >= tokens) continue;
+    const float inverse = 1.0f / row_sum[r];
+    bf16* target = context + ((b * tokens + row) * heads + h) * head_size + 2 * t;
+    MCDL_UNROLL
+    for (int i = 0; i < 8; ++i)
+      *reinterpret_cast<uint32_t*>(target + 8 * i) =
+          pack_bf16x2(out[4 * i + 2 * r] * inverse, out[4 * i + 2 * r + 1] * inverse);
+  }
+}
+
+template <int Chunks>
+void launch_attention_bf16_wgmma(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                                 float scale) {
+  constexpr size_t bytes = staged_bytes<Chunks>();
+  // Above 48 KB of shared memory a kernel needs the device's leave, once per process.
+  static const bool granted = [] {
+    MCDL_CUDA_CHECK(cudaFuncSetAttribute(attention_bf16_wgmma_kernel<Chunks>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    return true;
+  }();
+  (void)granted;
+  const int64_t query_groups = (tokens + block_rows - 1) / block_rows;
+  launch(attention_bf16_wgmma_kernel<Chunks>, dim3(static_cast<unsigned>(batch * heads * query_groups)), dim3(128),
+         bytes, engine_stream(), qkv, context, tokens, heads, query_groups,
+         scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+}
+
+bool device_is_hopper() {
+  static const bool hopper = [] {
+    cudaDeviceProp prop;
+    return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.major == 9 && prop.minor == 0;
+  }();
+  return hopper;
+}
+
+}  // namespace
+
+bool attention_bf16_wgmma_supported(const bf16* qkv, const bf16* context, int64_t tokens, int64_t head_dim,
+                                    std::string* why) {
+  const auto refuse = [why](const std::string& reason) {
+    if (why != nullptr) *why = "the wgmma attention " + reason;
+    return false;
+  };
+  if (!device_is_hopper()) return refuse("needs a compute capability 9.0 GPU (H100, H200)");
+  if (head_dim != head_size) return refuse("takes head size 64, got " + std::to_string(head_dim));
+  if (tokens > wgmma_attention_max_tokens)
+    return refuse("takes at most " + std::to_string(wgmma_attention_max_tokens) + " tokens, got " +
+                  std::to_string(tokens));
+  const auto aligned = [](const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!aligned(qkv) || !aligned(context)) return refuse("needs 16-byte aligned buffers");
+  return true;
+}
+
+void attention_bf16_wgmma(const bf16* qkv, bf16* context, int64_t batch, int64_t tokens, int64_t heads,
+                          int64_t head_dim, float scale) {
+  std::string why;
+  if (!attention_bf16_wgmma_supported(qkv, context, tokens, head_dim, &why)) throw std::invalid_argument(why);
+  if (batch * heads == 0 || tokens == 0) return;
+  switch ((tokens + chunk_keys - 1) / chunk_keys) {
+    case 1:
+      return launch_attention_bf16_wgmma<1>(qkv, context, batch, tokens, heads, scale);
+    case 2:
+      return launch_attention_bf16_wgmma<2>(qkv, context, batch, tokens, heads, scale);
+    case 3:
+      return launch_attention_bf16_wgmma<3>(qkv, context, batch, tokens, heads, scale);
+    default:
+      return launch_attention_bf16_wgmma<4>(qkv, context, batch, tokens, heads, scale);
+  }
+}
+
+}  // namespace mcdl::cuda
