@@ -16,6 +16,7 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "engine/settings.h"
+#include "kernels/cuda/attention_wgmma.h"
 #include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/gemm.h"
@@ -215,22 +216,29 @@ int main(int argc, char** argv) {
     // The attention and the whole block with each attention algorithm (EngineSettings::attention):
     // [unfused] two batched cuBLAS products and a softmax kernel, [flash] the mma.sync kernel with
     // the softmax in registers, [fused] one WMMA kernel (the default), [cudnn] cuDNN's fused
-    // attention where it offers a plan (bf16_attention would otherwise run the fused kernel).
+    // attention where it offers a plan, [wgmma] the warpgroup-product kernel on a 9.0 device
+    // (bf16_attention would otherwise run the fused kernel for either).
     const double attention_flops = 4.0 * 128 * 12 * 197 * 197 * 64;  // q·kᵀ and p·v
     std::string cudnn_refusal;
     const auto plan_start = std::chrono::steady_clock::now();
     if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 128, 197, 12, 64, &cudnn_refusal))
       std::printf("%-28s %s; the attention's plan built in %.2f s (its kernels compiled then, once per shape)\n",
                   "cuDNN", cuda::cudnn_description().c_str(), seconds_since(plan_start));
+    std::string wgmma_refusal;
+    cuda::attention_bf16_wgmma_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), 197, 64, &wgmma_refusal);
     // Returns the fastest time of the fused algorithms (every one but unfused).
     auto report_attentions = [&](const std::string& name, double flops, const std::function<void()>& work) {
       double fused_ms = 1e30;
       for (const auto& [algorithm, label] : {std::pair{AttentionAlgorithm::unfused, " [unfused]"},
                                              std::pair{AttentionAlgorithm::flash, " [flash]"},
                                              std::pair{AttentionAlgorithm::fused, " [fused]"},
-                                             std::pair{AttentionAlgorithm::cudnn, " [cudnn]"}}) {
-        if (algorithm == AttentionAlgorithm::cudnn && !cudnn_refusal.empty()) {
-          std::printf("%-28s unavailable: %s\n", (name + label).c_str(), cudnn_refusal.c_str());
+                                             std::pair{AttentionAlgorithm::cudnn, " [cudnn]"},
+                                             std::pair{AttentionAlgorithm::wgmma, " [wgmma]"}}) {
+        const std::string& refusal = algorithm == AttentionAlgorithm::cudnn   ? cudnn_refusal
+                                     : algorithm == AttentionAlgorithm::wgmma ? wgmma_refusal
+                                                                              : std::string();
+        if (!refusal.empty()) {
+          std::printf("%-28s unavailable: %s\n", (name + label).c_str(), refusal.c_str());
           continue;
         }
         const ScopedEngineSettings scope(&EngineSettings::attention, algorithm);

@@ -113,17 +113,18 @@ step_graphs() {
 wants step && stage step-graphs step_graphs
 wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
   --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward --compile none
-# The bf16 steps with the flash and cudnn attentions, the engine alone (ViT-B/16, and DINOv2's
-# ViT-B/14 for its steps): beside the step stages' PyTorch columns, the ratios each attention
+# The bf16 steps with the flash, wgmma and cudnn attentions, the engine alone (ViT-B/16, and
+# DINOv2's ViT-B/14 for its steps but wgmma's): beside the step stages' PyTorch columns, the ratios each attention
 # would give as the default, so that one call shows the targets under the attention rule's pick.
 # Then cuDNN's attention with the tanh and the cuDNN GELU (ViT-B/16 only), the rules' likely
 # picks together: labels "cudnn+tanh-gelu" and "cudnn+cudnn-gelu".
 step_attention() {
-  for config in flash cudnn cudnn+tanh-gelu cudnn+cudnn-gelu; do
+  for config in flash wgmma cudnn cudnn+tanh-gelu cudnn+cudnn-gelu; do
     local attention=${config%%+*} gelu="" models="vit_base_patch16 vit_base_patch14_dinov2"
     if [ "$config" != "$attention" ]; then
       gelu=${config#*+} gelu=${gelu%-gelu} models=vit_base_patch16
     fi
+    [ "$config" = wgmma ] && models=vit_base_patch16  # DINOv2's 257 tokens run the fused kernel
     for model in $models; do
       local workloads=forward,simgcd,mcdl
       [ "$model" = vit_base_patch16 ] || workloads=simgcd,mcdl
@@ -170,7 +171,7 @@ print(sorted(os.listdir("/tmp/photos")))'
     stage "features-$precision" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos --raw \
       --precision "$precision" -o "/tmp/features-$precision.npy"
   done
-  for attention in flash cudnn; do
+  for attention in flash wgmma cudnn; do
     MCDL_ATTENTION=$attention stage "features-bf16-$attention" ./mcdl_features --checkpoint /tmp/run-fp32 /tmp/photos \
       --raw --precision bf16 -o "/tmp/features-bf16-$attention.npy"
   done
@@ -181,7 +182,7 @@ print(sorted(os.listdir("/tmp/photos")))'
   stage fidelity python3 -c '
 import os, numpy as np
 ref = np.load("/tmp/features-fp32.npy")
-for p in ("tf32", "bf16", "bf16-flash", "bf16-cudnn", "bf16-tanh-gelu", "bf16-cudnn-gelu"):
+for p in ("tf32", "bf16", "bf16-flash", "bf16-wgmma", "bf16-cudnn", "bf16-tanh-gelu", "bf16-cudnn-gelu"):
     if not os.path.exists(f"/tmp/features-{p}.npy"):
         print(f"{p}: no features (see its stage)")
         continue

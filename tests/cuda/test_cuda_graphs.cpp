@@ -46,8 +46,10 @@ Tensor random_images(int64_t batch, uint64_t seed) {
 
 // A ViT with two frozen blocks in front of a trained one, on the device; with LayerScale, DINOv2's
 // registers and a position table learnt at another size (resized to the input, as DINOv2's is).
-VisionTransformer frozen_prefix_model(bool layer_scale) {
-  VisionTransformer model(parse_model_config(std::string("img=32,patch=8,dim=64,depth=3,heads=4,chans=3") +
+// Heads of 16, or of 64 with `heads_of_64` (the size the wgmma attention takes).
+VisionTransformer frozen_prefix_model(bool layer_scale, bool heads_of_64 = false) {
+  VisionTransformer model(parse_model_config(std::string("img=32,patch=8,depth=3,chans=3,") +
+                                             (heads_of_64 ? "dim=128,heads=2" : "dim=64,heads=4") +
                                              (layer_scale ? ",layer_scale=true,registers=2,pos_img=48" : ""))
                               .backbone);
   model.initialize(11);
@@ -144,7 +146,8 @@ TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forw
                         Case{MatmulPrecision::bf16, AttentionAlgorithm::fused, false},
                         Case{MatmulPrecision::bf16, AttentionAlgorithm::flash, true},
                         Case{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false, Bf16Gelu::tanh},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false, Bf16Gelu::cudnn}}) {
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false, Bf16Gelu::cudnn},
+                        Case{MatmulPrecision::bf16, AttentionAlgorithm::wgmma, false}}) {
     CAPTURE(static_cast<int>(c.precision));
     CAPTURE(std::string(attention_algorithm_name(c.attention)));
     CAPTURE(c.layer_scale);
@@ -152,7 +155,7 @@ TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forw
     const ScopedEngineSettings precision(&EngineSettings::matmul_precision, c.precision);
     const ScopedEngineSettings attention(&EngineSettings::attention, c.attention);
     const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, c.gelu);
-    VisionTransformer model = frozen_prefix_model(c.layer_scale);
+    VisionTransformer model = frozen_prefix_model(c.layer_scale, c.attention == AttentionAlgorithm::wgmma);
     REQUIRE(model.frozen_depth() == 2);
     const std::vector<Tensor> batches = {random_images(4, 1), random_images(4, 2), random_images(4, 3),
                                          random_images(4, 1), random_images(2, 4)};

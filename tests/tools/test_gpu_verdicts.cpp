@@ -35,6 +35,7 @@ std::map<std::string, std::string> favourable_logs() {
       "attention [flash]            bf16                   0.210 ms     73.0 TFLOP/s\n"
       "attention [fused]            bf16                   0.333 ms     46.0 TFLOP/s\n"
       "attention [cudnn]            bf16                   0.070 ms    219.0 TFLOP/s\n"
+      "attention [wgmma]            bf16                   0.150 ms    102.0 TFLOP/s\n"
       "whole block [flash]          bf16                   0.950 ms    300.0 TFLOP/s\n"
       "whole block [fused]          bf16                   1.081 ms    290.0 TFLOP/s\n"
       "whole block [cudnn]          bf16                   0.800 ms    350.0 TFLOP/s\n"
@@ -73,6 +74,7 @@ std::map<std::string, std::string> favourable_logs() {
       "attention flash, vit_base_patch16: bench_step: vit_base_patch16 + SimGCD head, batch 128\n"
       "attention flash, vit_base_patch16: simgcd\tbf16\t25.000\t5120.0\n"
       "attention flash, vit_base_patch16: mcdl\tbf16\t50.000\t2560.0\n"
+      "attention wgmma, vit_base_patch16: simgcd\tbf16\t22.000\t5818.2\n"
       "attention cudnn, vit_base_patch16: simgcd\tbf16\t20.000\t6400.0\n"
       "attention cudnn, vit_base_patch14_dinov2: simgcd\tbf16\t30.000\t4266.7\n"
       "attention cudnn+tanh-gelu, vit_base_patch16: simgcd\tbf16\t19.000\t6736.8\n";
@@ -107,7 +109,8 @@ Verdicts run_verdicts(const std::map<std::string, std::string>& logs, const std:
 TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and the targets met or not") {
   const Verdicts v = run_verdicts(favourable_logs(), "favourable");
   CHECK(v.exit_code == 0);
-  CHECK(v.out.find("verdict attention: cudnn (fused 0.333 ms, flash 0.210 ms, cudnn 0.070 ms)") != std::string::npos);
+  CHECK(v.out.find("verdict attention: cudnn (fused 0.333 ms, flash 0.210 ms, cudnn 0.070 ms, wgmma 0.150 ms)") !=
+        std::string::npos);
   CHECK(v.out.find("verdict bf16 GELU: tanh (block with erf 1.081 ms, cudnn 1.010 ms (photos' min cosine 0.999900), "
                    "tanh 0.990 ms (photos' min cosine 0.999600); fused attention)") != std::string::npos);
   CHECK(v.out.find("verdict CUDA graphs: frozen (steps with graphs: forward -0.4%, mcdl +2.6%, simgcd +3.1%; "
@@ -125,6 +128,9 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
   CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention: 2.11 (target >= 1.8: met)") !=
         std::string::npos);
   CHECK(v.out.find("bf16 SimGCD + MCDL step / PyTorch eager, flash attention: not measured") != std::string::npos);
+  CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, wgmma attention: 1.92 (target >= 1.8: met)") !=
+        std::string::npos);
+  CHECK(v.out.find("DINOv2 ViT-B/14 bf16 SimGCD step / PyTorch eager, wgmma attention") == std::string::npos);
   CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention and tanh GELU: 2.22 (target >= 1.8: met)") !=
         std::string::npos);
   CHECK(v.out.find("bf16 SimGCD step / PyTorch eager, cudnn attention and cudnn GELU: not measured") !=
@@ -217,9 +223,9 @@ TEST_CASE("gpu verdicts: the GELU gate, the attention without cuDNN, and the dem
   // tanh is faster but fails the photos' gate: cudnn, the next fastest, beats erf.
   CHECK(v.out.find("verdict bf16 GELU: cudnn (block with erf 1.081 ms, cudnn 1.010 ms (photos' min cosine "
                    "0.999900), tanh 0.990 ms (photos' min cosine 0.999400); fused attention)") != std::string::npos);
-  CHECK(v.out.find("verdict attention: flash (fused 0.333 ms, flash 0.210 ms, cudnn unavailable)") !=
+  CHECK(v.out.find("verdict attention: wgmma (fused 0.333 ms, flash 0.210 ms, cudnn unavailable, wgmma 0.150 ms)") !=
         std::string::npos);
-  CHECK(v.out.find("(best algorithm): 73.0 (target >= 200: not met)") != std::string::npos);
+  CHECK(v.out.find("(best algorithm): 102.0 (target >= 200: not met)") != std::string::npos);
   CHECK(v.out.find("verdict demo jobs on a GPU: 1, unchanged (4 runs one at a time 100 s, four at once 40 s, tables "
                    "not shown the same)") != std::string::npos);
   // Without cuDNN's GELU, tanh failing its gate leaves erf; a candidate timed without its photos'
