@@ -93,9 +93,10 @@ __global__ void __launch_bounds__(128)
     q[s][3] = hi < tokens ? load_pair(q_first + hi * row_stride + col + 8) : 0u;
   }
 
-  copies.wait<1>();
-  __syncthreads();  // every thread's keys have landed
   WarpgroupMma mma;
+  copies.wait<1>();
+  mma.publish_shared_writes();
+  __syncthreads();  // every thread's keys have landed, visible to the products
   float scores[Chunks][32];
   MCDL_UNROLL
   for (int c = 0; c < Chunks; ++c)
@@ -156,7 +157,8 @@ __global__ void __launch_bounds__(128)
   }
 
   copies.wait<0>();
-  __syncthreads();  // every thread's values have landed
+  mma.publish_shared_writes();
+  __syncthreads();  // every thread's values have landed, visible to the products
   float out[32];
   MCDL_UNROLL
   for (int i = 0; i < 32; ++i) out[i] = 0.0f;

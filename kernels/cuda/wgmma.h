@@ -5,6 +5,7 @@
 // issue each product together.
 //
 //   WarpgroupMma mma;                    // one per thread
+//   mma.publish_shared_writes();         // B written by this thread, then __syncthreads()
 //   WarpgroupMma::hold(d), hold(a);      // zeroed accumulators and A fragments made before...
 //   mma.fence();                         // ...the fence: registers written since are ready
 //   mma.m64n64k16<false>(d, a, b, acc);  // d (+)= A·B, queued
@@ -56,6 +57,17 @@ __device__ __forceinline__ uint64_t shared_matrix_descriptor(const void* start, 
 
 class WarpgroupMma {
  public:
+  // fence.proxy.async.shared::cta: the products read shared memory through the async proxy, so
+  // what this thread wrote there by ordinary stores or cp.async must be fenced before a barrier
+  // hands it to them. The emulator refuses a product issued by a thread that never called it.
+  __device__ __forceinline__ void publish_shared_writes() {
+#if defined(MCDL_WGMMA_NATIVE)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#elif !defined(__CUDACC__)
+    queue_.publish_shared_writes();
+#endif
+  }
+
   __device__ __forceinline__ void fence() {
 #if defined(MCDL_WGMMA_NATIVE)
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

@@ -9,7 +9,9 @@
 // registers, as the hardware captures them at the issue, and queues the product with each lane.
 // Each lane then computes its own accumulators when it waits for the product's group: the latest
 // moment the hardware may, so that a kernel that reads accumulators or rewrites B before its wait
-// gets the emulator's stale or new values, and its parity test fails.
+// gets the emulator's stale or new values, and its parity test fails. A product issued by a thread
+// that has not fenced its shared-memory writes for the async proxy, or without a wgmma.fence since
+// its last wait, is refused.
 //
 // The B descriptor (the PTX ISA's "matrix descriptor"): bits 0-13 the start address, 16-29 the
 // leading-dimension byte offset, 32-45 the stride-dimension byte offset, each in 16-byte units;
@@ -102,9 +104,14 @@ inline void run_lane(const WarpProduct& product, unsigned lane) {
 class WarpgroupQueue {
  public:
   void fence() { fenced_ = true; }
+  void publish_shared_writes() { published_ = true; }
 
   void issue(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool accumulate, bool transpose_b,
              const std::source_location& where) {
+    if (!published_)
+      throw EmulationError("wgmma.mma_async (" + to_string(where) +
+                           "): this thread never called fence.proxy.async (publish_shared_writes); the product "
+                           "reads shared memory through the async proxy, which may not see its earlier stores");
     if (!fenced_)
       throw EmulationError("wgmma.mma_async (" + to_string(where) +
                            "): no wgmma.fence since the warpgroup last waited; the registers it reads may not be ready");
@@ -155,7 +162,7 @@ class WarpgroupQueue {
   std::vector<std::shared_ptr<const WarpProduct>> issued_;  // in issue order, finished ones removed
   std::vector<size_t> group_ends_;                           // per committed group, its end in issued_
   unsigned lane_ = 0;
-  bool fenced_ = false;
+  bool fenced_ = false, published_ = false;
 };
 
 }  // namespace detail

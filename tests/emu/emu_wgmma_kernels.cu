@@ -18,11 +18,13 @@ __device__ unsigned b_offset(int k, int n, bool transpose_b, unsigned leading, u
 // above, each lane loading and storing only its own A and D elements where the layout says they
 // are. early [64×64] gets each accumulator as the thread reads it between the issue and the wait.
 __global__ void wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, bool transpose_b, bool accumulate,
-                           unsigned leading, unsigned stride, bool skip_fence, bool swizzle) {
+                           unsigned leading, unsigned stride, bool skip_fence, bool skip_publish, bool swizzle) {
   MCDL_DYNAMIC_SHARED(unsigned char, shared);
   const int thread = static_cast<int>(threadIdx.x), warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   for (int i = thread; i < 16 * 64; i += 128)
     *reinterpret_cast<bf16*>(shared + b_offset(i / 64, i % 64, transpose_b, leading, stride)) = b[i];
+  cuda::WarpgroupMma mma;
+  if (!skip_publish) mma.publish_shared_writes();
   __syncthreads();
   const int row = 16 * warp + g;
   const auto at = [&](int r, int k) { return a[r * 16 + k]; };
@@ -33,7 +35,6 @@ __global__ void wgmma_tile(const bf16* a, const bf16* b, float* d, float* early,
   const auto index = [&](int i) { return (row + 8 * (i % 4 / 2)) * 64 + 8 * (i / 4) + 2 * t + i % 2; };
   float fd[32];
   for (int i = 0; i < 32; ++i) fd[i] = d[index(i)];
-  cuda::WarpgroupMma mma;
   if (!skip_fence) mma.fence();
   uint64_t descriptor = cuda::shared_matrix_descriptor(shared, leading, stride);
   if (swizzle) descriptor |= uint64_t{1} << 62;  // 128-byte swizzle
@@ -49,9 +50,9 @@ __global__ void wgmma_tile(const bf16* a, const bf16* b, float* d, float* early,
 }
 
 void launch_wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, bool transpose_b, bool accumulate,
-                       unsigned leading, unsigned stride, bool skip_fence, bool swizzle) {
+                       unsigned leading, unsigned stride, bool skip_fence, bool skip_publish, bool swizzle) {
   cuda::launch(wgmma_tile, 1, 128, 2048, nullptr, a, b, d, early, transpose_b, accumulate, leading, stride, skip_fence,
-               swizzle);
+               skip_publish, swizzle);
 }
 
 // A kernel that only touches its dynamic shared memory, to launch with more than 48 KB of it.

@@ -1,8 +1,8 @@
 // The emulated wgmma of kernels/cuda/wgmma.h against a plain product, with operands placed by the
 // PTX ISA's layouts (tests/emu/emu_wgmma_kernels.cu): both majors of B, two placements of its core
 // matrices (so that the leading and stride offsets cannot be swapped unnoticed), with and without
-// accumulation, in every thread order; the product lands at the wait; a missing fence and a
-// swizzled layout are reported. And the 48 KB default of dynamic shared memory.
+// accumulation, in every thread order; the product lands at the wait; a missing fence (either of
+// the two) and a swizzled layout are reported. And the 48 KB default of dynamic shared memory.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -16,7 +16,7 @@
 
 namespace mcdl::emu_selftest {
 void launch_wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, bool transpose_b, bool accumulate,
-                       unsigned leading, unsigned stride, bool skip_fence, bool swizzle);
+                       unsigned leading, unsigned stride, bool skip_fence, bool skip_publish, bool swizzle);
 void launch_touch_shared(int* out, size_t bytes, bool opt_in);
 }  // namespace mcdl::emu_selftest
 
@@ -53,12 +53,12 @@ std::vector<float> plain_product(const Operands& x, bool accumulate) {
   return d;
 }
 
-std::string launch_error(bool skip_fence, bool swizzle) {
+std::string launch_error(bool skip_fence, bool skip_publish, bool swizzle) {
   const Operands x = random_operands(3);
   std::vector<float> d = x.c, early(d.size());
   try {
     mcdl::emu_selftest::launch_wgmma_tile(x.a.data(), x.b.data(), d.data(), early.data(), false, true, 128, 256,
-                                          skip_fence, swizzle);
+                                          skip_fence, skip_publish, swizzle);
   } catch (const mcdl::emu::EmulationError& e) {
     return e.what();
   }
@@ -82,18 +82,20 @@ TEST_CASE("emulator: wgmma m64n64k16 follows the PTX ISA's register and shared-m
           const Operands x = random_operands(++seed);
           std::vector<float> d = x.c, early(d.size());
           mcdl::emu_selftest::launch_wgmma_tile(x.a.data(), x.b.data(), d.data(), early.data(), transpose_b, accumulate,
-                                                p.leading, p.stride, false, false);
+                                                p.leading, p.stride, false, false, false);
           CHECK(d == plain_product(x, accumulate));
           CHECK(early == x.c);  // between the issue and the wait, the accumulators are as they were
         }
   });
 }
 
-TEST_CASE("emulator: wgmma reports a product issued without a fence, and a swizzled layout") {
-  CHECK(launch_error(false, false).empty());
-  const std::string unfenced = launch_error(true, false);
+TEST_CASE("emulator: wgmma reports a product issued without its fences, and a swizzled layout") {
+  CHECK(launch_error(false, false, false).empty());
+  const std::string unfenced = launch_error(true, false, false);
   CHECK(unfenced.find("no wgmma.fence since the warpgroup last waited") != std::string::npos);
-  const std::string swizzled = launch_error(false, true);
+  const std::string unpublished = launch_error(false, true, false);
+  CHECK(unpublished.find("never called fence.proxy.async") != std::string::npos);
+  const std::string swizzled = launch_error(false, false, true);
   CHECK(swizzled.find("wgmma.mma_async (") != std::string::npos);
   CHECK(swizzled.find("only the layout without swizzle is emulated") != std::string::npos);
 }
