@@ -84,7 +84,11 @@ say "$(python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", tor
 # call, so a call cut off at its bound must not lose it. It runs with cuDNN's warnings logged
 # (only what it refuses: the full log runs to megabytes); cudnn-reasons counts its reasons. On
 # the H200 of 2026-11-29 its attention was refused in its MHA pattern match.
-wants test && stage test env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu
+# The wgmma cases first, in a process of their own: that kernel's first run on the hardware, where a
+# fault would end the process and fail every later case of the suite for it.
+wants test && stage test-wgmma build/mcdl_tests_gpu -tc='*wgmma*'
+wants test && stage test env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=/tmp/cudnn-warnings.log build/mcdl_tests_gpu \
+  -tce='*wgmma*'
 cudnn_reasons() {
   [ -f /tmp/cudnn-warnings.log ] || { echo "cuDNN logged no warning"; return 0; }
   grep -E "Reason:|No viable" /tmp/cudnn-warnings.log | sed 's/^[a-zA-Z]! *//' | sort | uniq -c | sort -rn | head -20

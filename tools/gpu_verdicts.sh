@@ -52,6 +52,8 @@ echo "== verdicts (docs/performance.md's rules; nothing is changed here)"
 suite_ok=0
 if ! have test; then
   suite="the GPU suite did not run"
+elif have test-wgmma && ! grep -q 'Status: SUCCESS!' "$(log test-wgmma)"; then
+  suite="the GPU suite failed (its wgmma cases, run on their own)"
 elif grep -q 'Status: SUCCESS!' "$(log test)"; then
   suite_ok=1
   suite="the GPU suite passed"

@@ -135,50 +135,64 @@ TEST_CASE("CUDA graphs: CapturedFunction returns what the function returns, call
   CHECK_THROWS_WITH_AS(captured(random_images(3, 1)), doctest::Contains("recorded for"), Error);
 }
 
-TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forward's bits") {
-  struct Case {
-    MatmulPrecision precision;
-    AttentionAlgorithm attention;
-    bool layer_scale;
-    Bf16Gelu gelu = Bf16Gelu::erf;
-  };
-  for (const Case& c : {Case{MatmulPrecision::fp32, AttentionAlgorithm::fused, false},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::fused, false},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::flash, true},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false, Bf16Gelu::tanh},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false, Bf16Gelu::cudnn},
-                        Case{MatmulPrecision::bf16, AttentionAlgorithm::wgmma, false}}) {
-    CAPTURE(static_cast<int>(c.precision));
-    CAPTURE(std::string(attention_algorithm_name(c.attention)));
-    CAPTURE(c.layer_scale);
-    CAPTURE(std::string(bf16_gelu_name(c.gelu)));
-    const ScopedEngineSettings precision(&EngineSettings::matmul_precision, c.precision);
-    const ScopedEngineSettings attention(&EngineSettings::attention, c.attention);
-    const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, c.gelu);
-    VisionTransformer model = frozen_prefix_model(c.layer_scale, c.attention == AttentionAlgorithm::wgmma);
-    REQUIRE(model.frozen_depth() == 2);
-    const std::vector<Tensor> batches = {random_images(4, 1), random_images(4, 2), random_images(4, 3),
-                                         random_images(4, 1), random_images(2, 4)};
-    std::vector<Tensor> eager;
-    for (const Tensor& images : batches) eager.push_back(model.forward_frozen(images));
-    CHECK(model.frozen_graphs().recordings() == 0);  // off by default
+namespace {
 
-    const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
-    std::vector<int64_t> recordings, replays;
-    for (size_t i = 0; i < batches.size(); ++i) {
-      CAPTURE(i);
-      CHECK(same_bits(model.forward_frozen(batches[i]), eager[i]));
-      recordings.push_back(model.frozen_graphs().recordings());
-      replays.push_back(model.frozen_graphs().replays());
-    }
-    // Batch 4 of 4 images: eager, then recorded, then replayed; the batch of 2 is new, so eager.
-    CHECK(recordings == std::vector<int64_t>{0, 1, 1, 1, 1});
-    CHECK(replays == std::vector<int64_t>{0, 0, 1, 2, 2});
-    // The whole forward through the replayed prefix equals the eager one too.
-    CHECK(same_bits(model.forward(batches[2]), model.forward_from_frozen(eager[2])));
+struct FrozenReplayCase {
+  MatmulPrecision precision;
+  AttentionAlgorithm attention;
+  bool layer_scale;
+  Bf16Gelu gelu = Bf16Gelu::erf;
+};
+
+// The frozen blocks of a small model (heads of 64 for the wgmma attention), eager and then as
+// graphs: recorded on a shape's second call, replayed from its third, the eager bits every time.
+void check_frozen_replay(const FrozenReplayCase& c) {
+  CAPTURE(static_cast<int>(c.precision));
+  CAPTURE(std::string(attention_algorithm_name(c.attention)));
+  CAPTURE(c.layer_scale);
+  CAPTURE(std::string(bf16_gelu_name(c.gelu)));
+  const ScopedEngineSettings precision(&EngineSettings::matmul_precision, c.precision);
+  const ScopedEngineSettings attention(&EngineSettings::attention, c.attention);
+  const ScopedEngineSettings gelu(&EngineSettings::bf16_gelu, c.gelu);
+  VisionTransformer model = frozen_prefix_model(c.layer_scale, c.attention == AttentionAlgorithm::wgmma);
+  REQUIRE(model.frozen_depth() == 2);
+  const std::vector<Tensor> batches = {random_images(4, 1), random_images(4, 2), random_images(4, 3),
+                                       random_images(4, 1), random_images(2, 4)};
+  std::vector<Tensor> eager;
+  for (const Tensor& images : batches) eager.push_back(model.forward_frozen(images));
+  CHECK(model.frozen_graphs().recordings() == 0);  // off by default
+
+  const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);
+  std::vector<int64_t> recordings, replays;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    CAPTURE(i);
+    CHECK(same_bits(model.forward_frozen(batches[i]), eager[i]));
+    recordings.push_back(model.frozen_graphs().recordings());
+    replays.push_back(model.frozen_graphs().replays());
   }
+  // Batch 4 of 4 images: eager, then recorded, then replayed; the batch of 2 is new, so eager.
+  CHECK(recordings == std::vector<int64_t>{0, 1, 1, 1, 1});
+  CHECK(replays == std::vector<int64_t>{0, 0, 1, 2, 2});
+  // The whole forward through the replayed prefix equals the eager one too.
+  CHECK(same_bits(model.forward(batches[2]), model.forward_from_frozen(eager[2])));
 }
 
+}  // namespace
+
+TEST_CASE("CUDA graphs: the frozen blocks replayed as graphs give the eager forward's bits") {
+  for (const FrozenReplayCase& c :
+       {FrozenReplayCase{MatmulPrecision::fp32, AttentionAlgorithm::fused, false},
+        FrozenReplayCase{MatmulPrecision::bf16, AttentionAlgorithm::fused, false},
+        FrozenReplayCase{MatmulPrecision::bf16, AttentionAlgorithm::flash, true},
+        FrozenReplayCase{MatmulPrecision::bf16, AttentionAlgorithm::unfused, false, Bf16Gelu::tanh},
+        FrozenReplayCase{MatmulPrecision::bf16, AttentionAlgorithm::cudnn, false, Bf16Gelu::cudnn}})
+    check_frozen_replay(c);
+}
+
+// A test case of its own, so that tools/gpu_check.sh runs every wgmma case in its own process.
+TEST_CASE("CUDA graphs: the frozen blocks with the wgmma attention replayed as graphs give the eager bits") {
+  check_frozen_replay({MatmulPrecision::bf16, AttentionAlgorithm::wgmma, false});
+}
 TEST_CASE("CUDA graphs: a frozen weight written since the recording is never replayed stale") {
   const ScopedEngineSettings precision(&EngineSettings::matmul_precision, MatmulPrecision::bf16);
   const ScopedEngineSettings graphs(&EngineSettings::cuda_graphs, CudaGraphs::frozen);

@@ -28,6 +28,7 @@ fs::path repo_root() { return fs::absolute(fs::path(__FILE__)).parent_path().par
 std::map<std::string, std::string> favourable_logs() {
   std::map<std::string, std::string> logs;
   logs["test"] = "[doctest] test cases: 130 | 130 passed | 0 failed | 0 skipped\n[doctest] Status: SUCCESS!\n";
+  logs["test-wgmma"] = "[doctest] test cases: 3 | 3 passed | 0 failed | 127 skipped\n[doctest] Status: SUCCESS!\n";
   logs["bench"] =
       "qkv 768->2304                bf16                   0.151 ms    590.0 TFLOP/s\n"
       "cuDNN                        cuDNN 9.14.0\n"
@@ -148,7 +149,7 @@ TEST_CASE("gpu verdicts: every rule's conditions met gives each new default, and
         std::string::npos);
 }
 
-TEST_CASE("gpu verdicts: a GPU suite that failed or did not run keeps every default") {
+TEST_CASE("gpu verdicts: a GPU suite that failed (its wgmma cases included) or did not run keeps every default") {
   auto logs = favourable_logs();
   logs["test"] = "[doctest] test cases: 130 | 129 passed | 1 failed | 0 skipped\n[doctest] Status: FAILURE!\n";
   Verdicts v = run_verdicts(logs, "suite-failed");
@@ -156,6 +157,15 @@ TEST_CASE("gpu verdicts: a GPU suite that failed or did not run keeps every defa
   CHECK(v.out.find("verdict attention: fused, unchanged (the GPU suite failed; fastest cudnn") != std::string::npos);
   CHECK(v.out.find("verdict bf16 GELU: erf, unchanged") != std::string::npos);
   CHECK(v.out.find("verdict CUDA graphs: off, unchanged") != std::string::npos);
+  // The wgmma cases run in a process of their own: their failure fails the suite too.
+  logs = favourable_logs();
+  logs["test-wgmma"] = "[doctest] test cases: 3 | 2 passed | 1 failed | 127 skipped\n[doctest] Status: FAILURE!\n";
+  v = run_verdicts(logs, "wgmma-failed");
+  CHECK(v.out.find("GPU suite: the GPU suite failed (its wgmma cases, run on their own)") != std::string::npos);
+  CHECK(v.out.find("verdict attention: fused, unchanged (the GPU suite failed (its wgmma cases") != std::string::npos);
+  logs.erase("test-wgmma");  // a call from before the split: the whole suite in one log
+  v = run_verdicts(logs, "wgmma-in-suite");
+  CHECK(v.out.find("GPU suite: the GPU suite passed") != std::string::npos);
   logs.erase("test");
   v = run_verdicts(logs, "suite-missing");
   CHECK(v.out.find("GPU suite: the GPU suite did not run") != std::string::npos);
