@@ -19,6 +19,7 @@
 #include <string>
 
 #include "kernels/cuda/async_copy.h"
+#include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/attention_wgmma.h"
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/cuda_common.h"
@@ -40,8 +41,6 @@ __device__ __forceinline__ int staged_offset(int key, int dim) {
   return ((key / 8) * 8 + dim / 8) * (core_bytes / 2) + (key % 8) * 8 + dim % 8;
 }
 
-__device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
 template <int Chunks>
 constexpr size_t staged_bytes() {
   return 2 * static_cast<size_t>(Chunks) * chunk_keys * head_size * sizeof(bf16);  // keys and values
@@ -60,11 +59,7 @@ __global__ void __launch_bounds__(128)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
 
-  const int64_t head = blockIdx.x / query_groups, b = head / heads, h = head % heads;
-  const int64_t row_stride = 3 * heads * head_size;
-  const bf16* q_first = qkv + b * tokens * row_stride + h * head_size;
-  const bf16* k_first = q_first + heads * head_size;
-  const bf16* v_first = q_first + 2 * heads * head_size;
+  const HeadOperands<head_size> head(qkv, tokens, heads, blockIdx.x / query_groups);
   const int64_t first_query = blockIdx.x % query_groups * block_rows + warp * 16;
 
   // Keys, then values, as two groups of 16-byte copies, zeros past the last token. Eight
@@ -74,24 +69,16 @@ __global__ void __launch_bounds__(128)
     for (int i = static_cast<int>(threadIdx.x); i < staged_keys * 8; i += static_cast<int>(blockDim.x)) {
       const int key = i / 64 * 8 + i % 8, dim = i / 8 % 8 * 8;
       const bool valid = key < tokens;
-      copies.copy16(tile + staged_offset(key, dim), source + (valid ? key : 0) * row_stride + dim, valid);
+      copies.copy16(tile + staged_offset(key, dim), source + (valid ? key : 0) * head.row_stride + dim, valid);
     }
     copies.commit();
   };
-  stage(keys, k_first);
-  stage(values, v_first);
+  stage(keys, head.k);
+  stage(values, head.v);
 
   // Q as A operands, this warp's 16 rows (zeros past the last token).
   uint32_t q[k_steps][4];
-  const int64_t lo = first_query + g, hi = lo + 8;
-  MCDL_UNROLL
-  for (int s = 0; s < k_steps; ++s) {
-    const int col = 16 * s + 2 * t;
-    q[s][0] = lo < tokens ? load_pair(q_first + lo * row_stride + col) : 0u;
-    q[s][1] = hi < tokens ? load_pair(q_first + hi * row_stride + col) : 0u;
-    q[s][2] = lo < tokens ? load_pair(q_first + lo * row_stride + col + 8) : 0u;
-    q[s][3] = hi < tokens ? load_pair(q_first + hi * row_stride + col + 8) : 0u;
-  }
+  load_query_fragments<head_size>(q, head, first_query, tokens, g, t);
 
   WarpgroupMma mma;
   copies.wait<1>();
@@ -184,13 +171,7 @@ __global__ void __launch_bounds__(128)
     row_sum[r] += __shfl_xor_sync(full_warp, row_sum[r], 1);
     row_sum[r] += __shfl_xor_sync(full_warp, row_sum[r], 2);
     const int64_t row = first_query + g + 8 * r;
-    if (row >= tokens) continue;
-    const float inverse = 1.0f / row_sum[r];
-    bf16* target = context + ((b * tokens + row) * heads + h) * head_size + 2 * t;
-    MCDL_UNROLL
-    for (int i = 0; i < 8; ++i)
-      *reinterpret_cast<uint32_t*>(target + 8 * i) =
-          pack_bf16x2(out[4 * i + 2 * r] * inverse, out[4 * i + 2 * r + 1] * inverse);
+    if (row < tokens) store_context_row<head_size>(context, head, tokens, row, out, r, 1.0f / row_sum[r], t);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/async_copy.h"
+#include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/device_math.h"
 #include "kernels/cuda/elementwise_launch.h"
@@ -352,8 +353,6 @@ constexpr int flash_warps = 4;
 constexpr int flash_query_tiles = 2;  // 16-row tiles of queries per warp
 constexpr int flash_block_rows = 16 * flash_query_tiles * flash_warps;  // query rows per block: 128
 
-__device__ __forceinline__ uint32_t load_pair(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
 template <int HD>
 struct FlashLayout {
   static constexpr int ld = HD + 8;  // bf16 per staged row: ldmatrix's eight row addresses hit distinct banks
@@ -375,11 +374,7 @@ __global__ void __launch_bounds__(32 * flash_warps)
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
 
-  const int64_t head = blockIdx.x / query_groups, b = head / heads, h = head % heads;
-  const int64_t row_stride = 3 * heads * HD;
-  const bf16* q_first = qkv + b * tokens * row_stride + h * HD;
-  const bf16* k_first = q_first + heads * HD;
-  const bf16* v_first = q_first + 2 * heads * HD;
+  const HeadOperands<HD> head(qkv, tokens, heads, blockIdx.x / query_groups);
   const int64_t first_query = blockIdx.x % query_groups * flash_block_rows + warp * 16 * mt;
   // Query tiles past the last token are skipped (warp-uniform), a warp with none only stages.
   const int64_t rows_left = tokens - first_query;
@@ -394,8 +389,8 @@ __global__ void __launch_bounds__(32 * flash_warps)
       const int r = i / packs, p = i % packs;
       const bool valid = key0 + r < tokens;
       const int64_t row = valid ? key0 + r : 0;  // a zero-filled row reads nothing, but points in bounds
-      copies.copy16(keys + r * Layout::ld + 8 * p, k_first + row * row_stride + 8 * p, valid);
-      copies.copy16(values + r * Layout::ld + 8 * p, v_first + row * row_stride + 8 * p, valid);
+      copies.copy16(keys + r * Layout::ld + 8 * p, head.k + row * head.row_stride + 8 * p, valid);
+      copies.copy16(values + r * Layout::ld + 8 * p, head.v + row * head.row_stride + 8 * p, valid);
     }
     copies.commit();
   };
@@ -404,17 +399,7 @@ __global__ void __launch_bounds__(32 * flash_warps)
   // Q as A operands, read once (zero rows past the last token).
   uint32_t q[mt][k_steps][4];
   MCDL_UNROLL
-  for (int m = 0; m < mt; ++m) {
-    const int64_t lo = first_query + 16 * m + g, hi = lo + 8;
-    MCDL_UNROLL
-    for (int s = 0; s < k_steps; ++s) {
-      const int col = 16 * s + 2 * t;
-      q[m][s][0] = lo < tokens ? load_pair(q_first + lo * row_stride + col) : 0u;
-      q[m][s][1] = hi < tokens ? load_pair(q_first + hi * row_stride + col) : 0u;
-      q[m][s][2] = lo < tokens ? load_pair(q_first + lo * row_stride + col + 8) : 0u;
-      q[m][s][3] = hi < tokens ? load_pair(q_first + hi * row_stride + col + 8) : 0u;
-    }
-  }
+  for (int m = 0; m < mt; ++m) load_query_fragments<HD>(q[m], head, first_query + 16 * m, tokens, g, t);
   float out[mt][out_tiles][4];
   MCDL_UNROLL
   for (int m = 0; m < mt; ++m)
@@ -538,13 +523,7 @@ __global__ void __launch_bounds__(32 * flash_warps)
       running_sum[m][r] += __shfl_xor_sync(full_warp, running_sum[m][r], 1);
       running_sum[m][r] += __shfl_xor_sync(full_warp, running_sum[m][r], 2);
       const int64_t row = first_query + 16 * m + g + 8 * r;
-      if (row >= tokens) continue;
-      const float inverse = 1.0f / running_sum[m][r];
-      bf16* target = context + ((b * tokens + row) * heads + h) * HD + 2 * t;
-      MCDL_UNROLL
-      for (int n = 0; n < out_tiles; ++n)
-        *reinterpret_cast<uint32_t*>(target + 8 * n) =
-            pack_bf16x2(out[m][n][2 * r] * inverse, out[m][n][2 * r + 1] * inverse);
+      if (row < tokens) store_context_row<HD>(context, head, tokens, row, &out[m][0][0], r, 1.0f / running_sum[m][r], t);
     }
   }
 }
