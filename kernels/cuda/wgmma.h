@@ -27,6 +27,7 @@
 // launches such a kernel only on a 9.0 device); in the emulator, kernels/emu/wgmma.h.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_common.h"
 
@@ -124,20 +125,19 @@ class WarpgroupMma {
   // computed before the fence that follows, and accumulators are read only after the wait it
   // follows. Without it the compiler may move such work across the fence or the wait, and ptxas
   // then serializes the products ("warpgroup.arrive is injected").
-  template <int N>
-  __device__ __forceinline__ static void hold(float (&d)[N]) {
+  // float accumulators or uint32_t A fragments.
+  template <class T, int N>
+  __device__ __forceinline__ static void hold(T (&x)[N]) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint32_t>, "hold takes accumulators or A fragments");
 #if defined(MCDL_WGMMA_NATIVE)
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < N; ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        asm volatile("" : "+f"(x[i])::"memory");
+      else
+        asm volatile("" : "+r"(x[i])::"memory");
+    }
 #else
-    (void)d;
-#endif
-  }
-  template <int N>
-  __device__ __forceinline__ static void hold(uint32_t (&r)[N]) {
-#if defined(MCDL_WGMMA_NATIVE)
-    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
-#else
-    (void)r;
+    (void)x;
 #endif
   }
 
