@@ -28,7 +28,7 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // in steps of 16, other sizes take the unfused path), flash (the same sizes, FlashAttention-2's
 // arrangement on mma.sync: scores, softmax and numerators in registers, keys and values staged
 // asynchronously; its present form not yet timed on a GPU, so not the default), wgmma (Hopper's
-// warpgroup products, head size 64 and up to 256 tokens on a 9.0 device, the fused kernel
+// warpgroup products, head size 64 and up to 512 tokens on a 9.0 device, the fused kernel
 // elsewhere with a note on stderr; not yet run on a GPU), cudnn (cuDNN's
 // fused scaled-dot-product attention, its flash-attention engine, loaded at run time; where cuDNN
 // is missing or offers no plan for a shape, the fused kernel runs instead, with a note on stderr

@@ -118,7 +118,7 @@ wants step && stage step-graphs step_graphs
 wants step && stage step-dinov2-reg4 python3 tools/bench_torch_step.py --device cuda --batch 128 \
   --engine build/bench_step --model vit_base_patch14_dinov2_reg4 --precisions bf16 --workloads forward --compile none
 # The bf16 steps with the flash, wgmma and cudnn attentions, the engine alone (ViT-B/16, and
-# DINOv2's ViT-B/14 for its steps but wgmma's): beside the step stages' PyTorch columns, the ratios each attention
+# DINOv2's ViT-B/14 for its steps): beside the step stages' PyTorch columns, the ratios each attention
 # would give as the default, so that one call shows the targets under the attention rule's pick.
 # Then cuDNN's attention with the tanh and the cuDNN GELU (ViT-B/16 only), the rules' likely
 # picks together: labels "cudnn+tanh-gelu" and "cudnn+cudnn-gelu".
@@ -128,7 +128,6 @@ step_attention() {
     if [ "$config" != "$attention" ]; then
       gelu=${config#*+} gelu=${gelu%-gelu} models=vit_base_patch16
     fi
-    [ "$config" = wgmma ] && models=vit_base_patch16  # DINOv2's 257 tokens run the fused kernel
     for model in $models; do
       local workloads=forward,simgcd,mcdl
       [ "$model" = vit_base_patch16 ] || workloads=simgcd,mcdl

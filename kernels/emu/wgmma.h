@@ -53,6 +53,10 @@ struct WarpProduct {
   float* d[warp_lanes];       // every lane's 32 accumulators
   uint64_t b;
   bool accumulate, transpose_b;
+  // B, read from shared memory when the warp's first lane waits for the product (a kernel that
+  // changed B between two lanes' waits would race on the GPU, where the warpgroup reads it once).
+  mutable bool b_read = false;
+  mutable float b_values[16][64];
 };
 
 class WarpgroupQueue;
@@ -85,9 +89,12 @@ inline float descriptor_element(uint64_t descriptor, bool transpose_b, unsigned 
 inline void run_lane(const WarpProduct& product, unsigned lane) {
   float* d = product.d[lane];
   const unsigned g = lane / 4, t = lane % 4;
-  float b[16][64];
-  for (unsigned k = 0; k < 16; ++k)
-    for (unsigned n = 0; n < 64; ++n) b[k][n] = descriptor_element(product.b, product.transpose_b, k, n);
+  auto& b = product.b_values;
+  if (!product.b_read) {
+    for (unsigned k = 0; k < 16; ++k)
+      for (unsigned n = 0; n < 64; ++n) b[k][n] = descriptor_element(product.b, product.transpose_b, k, n);
+    product.b_read = true;
+  }
   for (unsigned i = 0; i < 32; ++i) {
     const unsigned row = g + 8 * (i % 4 / 2), column = 8 * (i / 4) + 2 * t + i % 2;
     float sum = product.accumulate ? d[i] : 0.0f;

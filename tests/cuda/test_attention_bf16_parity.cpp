@@ -67,17 +67,21 @@ struct AttentionCase {
 constexpr AttentionCase kAttentionCases[] = {{2, 5, 2, 32},   {1, 17, 2, 64},  {2, 64, 1, 48},  {2, 70, 1, 48},
                                              {1, 130, 3, 16}, {1, 197, 2, 64}, {1, 257, 1, 64}, {1, 261, 1, 64}};
 
-// T = 5 to 256 at head size 64, the wgmma kernel's: one to four 64-key chunks, each partly filled
-// (65: a second chunk with one key), and one full (64, 256: no key past the last token).
-constexpr AttentionCase kWgmmaCases[] = {{2, 5, 2, 64},   {1, 64, 2, 64},  {1, 65, 1, 64},
-                                         {2, 130, 1, 64}, {1, 197, 3, 64}, {1, 256, 1, 64}};
+// T = 5 to 512 at head size 64, the wgmma kernel's: one round of one to four 64-key chunks, each
+// partly filled (65: a second chunk with one key) or full (64, 256: no key past the last token);
+// then rounds of three chunks and a last of two (257 and 261: DINOv2's ViT-B/14 at 224 px), one
+// (385) or two (512).
+constexpr AttentionCase kWgmmaCases[] = {{2, 5, 2, 64},   {1, 64, 2, 64},  {1, 65, 1, 64},  {2, 130, 1, 64},
+                                         {1, 197, 3, 64}, {1, 256, 1, 64}, {1, 257, 1, 64}, {1, 261, 2, 64},
+                                         {1, 385, 1, 64}, {1, 512, 1, 64}};
 
 // The selected fused kernel (profiler range `path`) against the CPU reference at every case, then
 // with rising scores: tokens scaled from 0.5 up to 3, so later keys give larger scores and every
-// step of 64 keys rescales what the earlier ones accumulated.
+// step of 64 keys (round of keys, for wgmma) rescales what the earlier ones accumulated.
 template <size_t N = std::size(kAttentionCases)>
 void check_fused_kernel(const std::string& label, const std::string& path, uint64_t seed,
-                        const AttentionCase (&cases)[N] = kAttentionCases, int64_t rising_head_dim = 32) {
+                        const AttentionCase (&cases)[N] = kAttentionCases, int64_t rising_head_dim = 32,
+                        int64_t rising_tokens = 197) {
   for (const AttentionCase& c : cases) {
     const std::string name = label + " bf16_attention B=" + std::to_string(c.batch) + " T=" + std::to_string(c.tokens) +
                              " H=" + std::to_string(c.heads) + " hd=" + std::to_string(c.head_dim);
@@ -86,7 +90,7 @@ void check_fused_kernel(const std::string& label, const std::string& path, uint6
     check_cuda_forward_parity(name, [&](auto& x) { return attention(x[0], c.heads); }, {qkv}, fused_atol(2),
                               fused_rtol);
   }
-  const int64_t tokens = 197;
+  const int64_t tokens = rising_tokens;
   std::vector<float> ramp;
   for (int64_t t = 0; t < tokens; ++t) ramp.push_back(0.5f + 2.5f * static_cast<float>(t) / (tokens - 1));
   check_cuda_forward_parity(label + " bf16_attention, rising scores", [](auto& x) { return attention(x[0] * x[1], 2); },
@@ -110,13 +114,13 @@ TEST_CASE("cuda parity: flash bf16 attention (mma.sync, softmax in registers) at
   check_path(random_qkv(1, 9, 2, 8, 9), 2, "attention_bf16_unfused");
 }
 
-TEST_CASE("cuda parity: wgmma bf16 attention (Hopper's warpgroup products) at head size 64, T = 5 to 256") {
+TEST_CASE("cuda parity: wgmma bf16 attention (Hopper's warpgroup products) at head size 64, T = 5 to 512") {
   if (!testing::cpu_runs_bf16_products()) return;
   const ScopedEngineSettings wgmma(&EngineSettings::attention, AttentionAlgorithm::wgmma);
-  check_fused_kernel("wgmma", "attention_bf16_wgmma", 250, kWgmmaCases, 64);
-  // What it does not take runs the fused kernel: another head size, more than 256 tokens.
+  check_fused_kernel("wgmma", "attention_bf16_wgmma", 250, kWgmmaCases, 64, 400);
+  // What it does not take runs the fused kernel: another head size, more than 512 tokens.
   check_path(random_qkv(1, 17, 2, 32, 9), 2, "attention_bf16");
-  check_path(random_qkv(1, 257, 1, 64, 10), 1, "attention_bf16");
+  check_path(random_qkv(1, 513, 1, 64, 10), 1, "attention_bf16");
 }
 
 namespace {
