@@ -158,6 +158,7 @@ if wants epoch; then
   [ -d /tmp/cub ] || stage synthetic-cub python3 tools/make_synthetic_cub.py /tmp/cub
   for precision in fp32 bf16; do stage "epoch-$precision" epoch_run "$precision"; done
   stage epoch-bf16-cudnn epoch_run bf16 cudnn
+  stage epoch-bf16-wgmma epoch_run bf16 wgmma
   stage epoch-bf16-graphs epoch_run bf16 "" frozen
 fi
 

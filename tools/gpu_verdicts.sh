@@ -220,7 +220,7 @@ if have bench; then
       for (i = 1; i < NF; i++) if ($(i + 1) == "TFLOP/s" && $i > m) m = $i } END { if (m) print m }' "$(log bench)")
 fi
 target "attention TFLOP/s at B 128, T 197, 64 per head (best algorithm)" "${tflops:-}" ">=" 200
-for run in epoch-bf16 epoch-bf16-cudnn epoch-bf16-graphs; do
+for run in epoch-bf16 epoch-bf16-cudnn epoch-bf16-wgmma epoch-bf16-graphs; do
   if have "$run"; then
     train=$(epoch_last "$run" train_seconds) evaluation=$(epoch_last "$run" eval_seconds)
     [ -n "$train" ] && [ -n "$evaluation" ] && total=$(awk -v a="$train" -v b="$evaluation" 'BEGIN { printf "%.2f", a + b }')

@@ -11,7 +11,8 @@
 // moment the hardware may, so that a kernel that reads accumulators or rewrites B before its wait
 // gets the emulator's stale or new values, and its parity test fails. A product issued by a thread
 // that has not fenced its shared-memory writes for the async proxy, or without a wgmma.fence since
-// its last wait, is refused.
+// its last wait, is refused. Not checked: that all four warps of the warpgroup issue each product
+// (the instruction is .aligned over the warpgroup; each warp's rows are computed on their own here).
 //
 // The B descriptor (the PTX ISA's "matrix descriptor"): bits 0-13 the start address, 16-29 the
 // leading-dimension byte offset, 32-45 the stride-dimension byte offset, each in 16-byte units;
