@@ -121,11 +121,12 @@ class WarpgroupMma {
     queue_.wait(Pending);
 #endif
   }
-  // Pins registers in place: values written before it (accumulators zeroed, A fragments made) are
-  // computed before the fence that follows, and accumulators are read only after the wait it
-  // follows. Without it the compiler may move such work across the fence or the wait, and ptxas
-  // then serializes the products ("warpgroup.arrive is injected").
-  // float accumulators or uint32_t A fragments.
+
+  // Pins registers (float accumulators or uint32_t A fragments) in place: values written before it
+  // (accumulators zeroed, A fragments made) are computed before the fence that follows, and
+  // accumulators are read only after the wait it follows. Without it the compiler may move such
+  // work across the fence or the wait, and ptxas then serializes the products ("warpgroup.arrive
+  // is injected").
   template <class T, int N>
   __device__ __forceinline__ static void hold(T (&x)[N]) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, uint32_t>, "hold takes accumulators or A fragments");
