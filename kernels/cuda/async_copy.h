@@ -18,7 +18,8 @@
 
 #if !defined(__CUDA_ARCH__) && !defined(__CUDACC__)
 #include <cstring>
-#include <vector>
+
+#include "kernels/emu/commit_groups.h"
 #endif
 
 namespace mcdl::cuda {
@@ -31,7 +32,7 @@ class AsyncCopies {
     const int source_bytes = valid ? 16 : 0;  // the rest of the 16 bytes are filled with zeros
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(from), "r"(source_bytes));
 #elif !defined(__CUDACC__)
-    queued_.push_back(Copy{to, valid ? from : nullptr});
+    copies_.push(Copy{to, valid ? from : nullptr});
 #endif
   }
 
@@ -39,7 +40,7 @@ class AsyncCopies {
 #if defined(__CUDA_ARCH__)
     asm volatile("cp.async.commit_group;\n" ::);
 #elif !defined(__CUDACC__)
-    group_ends_.push_back(queued_.size());
+    copies_.commit();
 #endif
   }
 
@@ -48,18 +49,12 @@ class AsyncCopies {
 #if defined(__CUDA_ARCH__)
     asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 #elif !defined(__CUDACC__)
-    if (group_ends_.size() <= static_cast<size_t>(Pending)) return;
-    const size_t landed_groups = group_ends_.size() - static_cast<size_t>(Pending);
-    const size_t landed = group_ends_[landed_groups - 1];
-    for (size_t i = 0; i < landed; ++i) {
-      if (queued_[i].from)
-        std::memcpy(queued_[i].to, queued_[i].from, 16);
+    copies_.wait(Pending, [](const Copy& copy) {
+      if (copy.from)
+        std::memcpy(copy.to, copy.from, 16);
       else
-        std::memset(queued_[i].to, 0, 16);
-    }
-    queued_.erase(queued_.begin(), queued_.begin() + static_cast<std::ptrdiff_t>(landed));
-    group_ends_.erase(group_ends_.begin(), group_ends_.begin() + static_cast<std::ptrdiff_t>(landed_groups));
-    for (size_t& end : group_ends_) end -= landed;
+        std::memset(copy.to, 0, 16);
+    });
 #endif
   }
 
@@ -69,8 +64,7 @@ class AsyncCopies {
     void* to;
     const void* from;  // null: fill with zeros
   };
-  std::vector<Copy> queued_;        // in issue order, landed ones removed
-  std::vector<size_t> group_ends_;  // per committed group, the end of its copies in queued_
+  emu::detail::CommitGroups<Copy> copies_;
 #endif
 };
 

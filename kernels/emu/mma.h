@@ -29,16 +29,28 @@ struct MmaLane {
   const uint32_t* b;
 };
 
-inline void multiply_m16n8k16(void* const* lanes) {
-  float a[16][16], b[16][8];
+// A [16×16] from the warp's A fragments, lane by lane (registers(lane) gives its four): with
+// g = lane / 4 and t = lane % 4, register r holds A[g + 8(r % 2)][2t + 8(r / 2)] and the next column.
+// mma.sync's A operand, and each warp's 16 rows of wgmma's A from registers (wgmma.h).
+template <class LaneRegisters>
+void unpack_a_fragments(float (&a)[16][16], LaneRegisters registers) {
   for (unsigned lane = 0; lane < warp_lanes; ++lane) {
-    const MmaLane& l = lane_arguments<MmaLane>(lanes, lane);
+    const uint32_t* r = registers(lane);
     const unsigned g = lane / 4, t = lane % 4;
     for (unsigned reg = 0; reg < 4; ++reg) {
       const unsigned row = g + 8 * (reg % 2), k = 2 * t + 8 * (reg / 2);
-      a[row][k] = bf16_bits_to_float(l.a[reg] & 0xffffu);
-      a[row][k + 1] = bf16_bits_to_float(l.a[reg] >> 16);
+      a[row][k] = bf16_bits_to_float(r[reg] & 0xffffu);
+      a[row][k + 1] = bf16_bits_to_float(r[reg] >> 16);
     }
+  }
+}
+
+inline void multiply_m16n8k16(void* const* lanes) {
+  float a[16][16], b[16][8];
+  unpack_a_fragments(a, [lanes](unsigned lane) { return lane_arguments<MmaLane>(lanes, lane).a; });
+  for (unsigned lane = 0; lane < warp_lanes; ++lane) {
+    const MmaLane& l = lane_arguments<MmaLane>(lanes, lane);
+    const unsigned g = lane / 4, t = lane % 4;
     for (unsigned reg = 0; reg < 2; ++reg) {
       const unsigned k = 2 * t + 8 * reg;
       b[k][g] = bf16_bits_to_float(l.b[reg] & 0xffffu);

@@ -189,7 +189,8 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 template <class... Params>
 cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
-  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 227 * 1024)
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      static_cast<size_t>(value) > mcdl::emu::detail::max_dynamic_shared_bytes)
     return cudaErrorInvalidValue;
   mcdl::emu::detail::SharedOptIn::instance().grant(reinterpret_cast<uintptr_t>(kernel), static_cast<size_t>(value));
   return cudaSuccess;

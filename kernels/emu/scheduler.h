@@ -44,7 +44,6 @@
 namespace mcdl::emu::detail {
 
 inline constexpr unsigned warp_lanes = 32;
-inline constexpr size_t max_dynamic_shared_bytes = 227 * 1024;  // sm_90's opt-in limit per block
 
 enum class WaitKind : uint8_t { block_barrier, shuffle, vote, warp_sync, collective };
 enum class ShuffleMode : uint8_t { idx, up, down, bfly };

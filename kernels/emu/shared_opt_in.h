@@ -10,6 +10,7 @@
 namespace mcdl::emu::detail {
 
 inline constexpr size_t default_dynamic_shared_bytes = 48 * 1024;
+inline constexpr size_t max_dynamic_shared_bytes = 227 * 1024;  // sm_90's opt-in limit per block
 
 class SharedOptIn {
  public:

@@ -21,16 +21,14 @@
 // matrices along K, the stride offset along N. K-major B (the default) has K along a core row;
 // MN-major B (transposed) has N along it.
 #pragma once
-#include <bit>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <source_location>
 #include <string>
-#include <vector>
 
+#include "commit_groups.h"
 #include "error.h"
+#include "mma.h"
 #include "warp_collective.h"
 
 namespace mcdl::emu {
@@ -50,8 +48,8 @@ namespace detail {
 
 // One warp's part of one warpgroup product: its 16 rows.
 struct WarpProduct {
-  uint32_t a[warp_lanes][4];  // every lane's A registers at the issue
-  float* d[warp_lanes];       // every lane's 32 accumulators
+  float a[16][16];       // the warp's rows of A, from its lanes' registers at the issue
+  float* d[warp_lanes];  // every lane's 32 accumulators
   uint64_t b;
   bool accumulate, transpose_b;
   // B, read from shared memory when the warp's first lane waits for the product (a kernel that
@@ -70,8 +68,6 @@ struct WgmmaLane {
   bool accumulate, transpose_b;
 };
 
-inline float bf16_half(uint32_t pair, unsigned half) { return std::bit_cast<float>((pair >> (16 * half)) << 16); }
-
 // B [k][n] (bf16) through the descriptor, with the bounds of the launch's dynamic shared memory.
 inline float descriptor_element(uint64_t descriptor, bool transpose_b, unsigned k, unsigned n) {
   const uint64_t start = (descriptor & 0x3fff) << 4, leading = (descriptor >> 16 & 0x3fff) << 4,
@@ -81,9 +77,7 @@ inline float descriptor_element(uint64_t descriptor, bool transpose_b, unsigned 
   if (offset + 2 > builtins.dynamic_shared_bytes)
     throw EmulationError("wgmma: the B descriptor reaches byte " + std::to_string(offset) + " of shared memory, past the " +
                          std::to_string(builtins.dynamic_shared_bytes) + " the launch has");
-  uint16_t bits;
-  std::memcpy(&bits, builtins.dynamic_shared + offset, sizeof bits);
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+  return bf16_bits_to_float(element16(builtins.dynamic_shared + offset, 0));
 }
 
 // A lane's 32 accumulators of `product`, computed when it waits: row g (+8), columns 8i + 2t (+1).
@@ -99,11 +93,7 @@ inline void run_lane(const WarpProduct& product, unsigned lane) {
   for (unsigned i = 0; i < 32; ++i) {
     const unsigned row = g + 8 * (i % 4 / 2), column = 8 * (i / 4) + 2 * t + i % 2;
     float sum = product.accumulate ? d[i] : 0.0f;
-    for (unsigned k = 0; k < 16; ++k) {
-      // A [row][k] lies in lane (row % 8)·4 + (k % 8) / 2, register row / 8 + 2·(k / 8), half k % 2.
-      const float a = bf16_half(product.a[(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2);
-      sum += a * b[k][column];
-    }
+    for (unsigned k = 0; k < 16; ++k) sum += product.a[row][k] * b[k][column];
     d[i] = sum;
   }
 }
@@ -127,17 +117,12 @@ class WarpgroupQueue {
     warp_collective(&gather, arguments, "wgmma.mma_async", where);
   }
 
-  void commit() { group_ends_.push_back(issued_.size()); }
+  void commit() { issued_.commit(); }
 
   // Runs this lane's part of every committed group but the newest `pending`.
   void wait(unsigned pending) {
     fenced_ = false;
-    if (group_ends_.size() <= pending) return;
-    const size_t groups = group_ends_.size() - pending, done = group_ends_[groups - 1];
-    for (size_t i = 0; i < done; ++i) run_lane(*issued_[i], lane_);
-    issued_.erase(issued_.begin(), issued_.begin() + static_cast<std::ptrdiff_t>(done));
-    group_ends_.erase(group_ends_.begin(), group_ends_.begin() + static_cast<std::ptrdiff_t>(groups));
-    for (size_t& end : group_ends_) end -= done;
+    issued_.wait(pending, [this](const std::shared_ptr<const WarpProduct>& product) { run_lane(*product, lane_); });
   }
 
  private:
@@ -157,18 +142,17 @@ class WarpgroupQueue {
       if (l.b != first.b || l.accumulate != first.accumulate || l.transpose_b != first.transpose_b)
         throw EmulationError("lane " + std::to_string(lane) +
                              " gives another descriptor or scale than lane 0; the instruction is .aligned");
-      std::memcpy(product->a[lane], l.a, sizeof product->a[lane]);
       product->d[lane] = l.d;
     }
+    unpack_a_fragments(product->a, [lanes](unsigned lane) { return lane_arguments<WgmmaLane>(lanes, lane).a; });
     for (unsigned lane = 0; lane < warp_lanes; ++lane) {
       WarpgroupQueue& queue = *lane_arguments<WgmmaLane>(lanes, lane).queue;
       queue.lane_ = lane;
-      queue.issued_.push_back(product);
+      queue.issued_.push(product);
     }
   }
 
-  std::vector<std::shared_ptr<const WarpProduct>> issued_;  // in issue order, finished ones removed
-  std::vector<size_t> group_ends_;                           // per committed group, its end in issued_
+  CommitGroups<std::shared_ptr<const WarpProduct>> issued_;
   unsigned lane_ = 0;
   bool fenced_ = false, published_ = false;
 };

@@ -6,6 +6,8 @@
 
 namespace mcdl::emu_selftest {
 
+constexpr unsigned shared_bytes = 2048;  // the tile launch's dynamic shared memory
+
 // The byte offset of B [k][n] in shared memory without swizzle: 8×8 core matrices of 128 bytes,
 // `leading` bytes apart along K and `stride` bytes apart along N; within one, 16-byte rows along
 // K (K-major B) or along N (MN-major B, transposed).
@@ -22,7 +24,8 @@ __global__ void wgmma_tile(const bf16* a, const bf16* b, float* d, float* early,
   MCDL_DYNAMIC_SHARED(unsigned char, shared);
   const int thread = static_cast<int>(threadIdx.x), warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   for (int i = thread; i < 16 * 64; i += 128)
-    *reinterpret_cast<bf16*>(shared + b_offset(i / 64, i % 64, transpose_b, leading, stride)) = b[i];
+    if (const unsigned offset = b_offset(i / 64, i % 64, transpose_b, leading, stride); offset < shared_bytes)
+      *reinterpret_cast<bf16*>(shared + offset) = b[i];  // a placement past the launch's bytes stages what fits
   cuda::WarpgroupMma mma;
   if (!skip_publish) mma.publish_shared_writes();
   __syncthreads();
@@ -51,7 +54,7 @@ __global__ void wgmma_tile(const bf16* a, const bf16* b, float* d, float* early,
 
 void launch_wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, bool transpose_b, bool accumulate,
                        unsigned leading, unsigned stride, bool skip_fence, bool skip_publish, bool swizzle) {
-  cuda::launch(wgmma_tile, 1, 128, 2048, nullptr, a, b, d, early, transpose_b, accumulate, leading, stride, skip_fence,
+  cuda::launch(wgmma_tile, 1, 128, shared_bytes, nullptr, a, b, d, early, transpose_b, accumulate, leading, stride, skip_fence,
                skip_publish, swizzle);
 }
 

@@ -2,7 +2,7 @@
 // PTX ISA's layouts (tests/emu/emu_wgmma_kernels.cu): both majors of B, two placements of its core
 // matrices (so that the leading and stride offsets cannot be swapped unnoticed), with and without
 // accumulation, in every thread order; the product lands at the wait; a missing fence (either of
-// the two) and a swizzled layout are reported. And the 48 KB default of dynamic shared memory.
+// the two), a swizzled layout and a B that reaches past shared memory are reported. And the 48 KB default of dynamic shared memory.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -53,11 +53,11 @@ std::vector<float> plain_product(const Operands& x, bool accumulate) {
   return d;
 }
 
-std::string launch_error(bool skip_fence, bool skip_publish, bool swizzle) {
+std::string launch_error(bool skip_fence, bool skip_publish, bool swizzle, unsigned stride = 256) {
   const Operands x = random_operands(3);
   std::vector<float> d = x.c, early(d.size());
   try {
-    mcdl::emu_selftest::launch_wgmma_tile(x.a.data(), x.b.data(), d.data(), early.data(), false, true, 128, 256,
+    mcdl::emu_selftest::launch_wgmma_tile(x.a.data(), x.b.data(), d.data(), early.data(), false, true, 128, stride,
                                           skip_fence, skip_publish, swizzle);
   } catch (const mcdl::emu::EmulationError& e) {
     return e.what();
@@ -89,7 +89,7 @@ TEST_CASE("emulator: wgmma m64n64k16 follows the PTX ISA's register and shared-m
   });
 }
 
-TEST_CASE("emulator: wgmma reports a product issued without its fences, and a swizzled layout") {
+TEST_CASE("emulator: wgmma reports a product issued without its fences, a swizzled layout, B past shared memory") {
   CHECK(launch_error(false, false, false).empty());
   const std::string unfenced = launch_error(true, false, false);
   CHECK(unfenced.find("no wgmma.fence since the warpgroup last waited") != std::string::npos);
@@ -98,6 +98,10 @@ TEST_CASE("emulator: wgmma reports a product issued without its fences, and a sw
   const std::string swizzled = launch_error(false, false, true);
   CHECK(swizzled.find("wgmma.mma_async (") != std::string::npos);
   CHECK(swizzled.find("only the layout without swizzle is emulated") != std::string::npos);
+  // 2048 bytes of shared memory: with 512 bytes between core matrices along N, the fifth starts past them.
+  const std::string outside = launch_error(false, false, false, 512);
+  CHECK(outside.find("the B descriptor reaches byte 2048 of shared memory, past the 2048 the launch has") !=
+        std::string::npos);
 }
 
 TEST_CASE("emulator: more than 48 KB of dynamic shared memory needs the kernel's cudaFuncSetAttribute") {
