@@ -31,8 +31,7 @@ const char* attention_algorithm_name(AttentionAlgorithm algorithm) {
 }
 
 AttentionAlgorithm parse_attention_algorithm(const std::string& text) {
-  for (AttentionAlgorithm algorithm : {AttentionAlgorithm::fused, AttentionAlgorithm::unfused, AttentionAlgorithm::flash,
-                                       AttentionAlgorithm::cudnn, AttentionAlgorithm::wgmma})
+  for (AttentionAlgorithm algorithm : attention_algorithms)
     if (text == attention_algorithm_name(algorithm)) return algorithm;
   throw std::invalid_argument("expected fused, unfused, flash, cudnn or wgmma, got '" + text + "'");
 }

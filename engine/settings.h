@@ -37,6 +37,9 @@ enum class MatmulPrecision : uint8_t { fp32, tf32, bf16 };
 // B·H·T·T). `make bench-gpu` times all five; the tools take the run's choice from $MCDL_ATTENTION
 // (tools/common/cli.h).
 enum class AttentionAlgorithm : uint8_t { fused, unfused, flash, cudnn, wgmma };
+inline constexpr AttentionAlgorithm attention_algorithms[] = {AttentionAlgorithm::fused, AttentionAlgorithm::unfused,
+                                                               AttentionAlgorithm::flash, AttentionAlgorithm::cudnn,
+                                                               AttentionAlgorithm::wgmma};
 // "fused", "unfused", "flash", "cudnn", "wgmma"; parse_attention_algorithm throws std::invalid_argument
 // naming the choices when the text is none of them.
 const char* attention_algorithm_name(AttentionAlgorithm algorithm);

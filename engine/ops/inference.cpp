@@ -173,20 +173,16 @@ Tensor bf16_attention(const Tensor& qkv, int64_t num_heads) {
   Tensor context = empty({b, t, d}, DType::bf16, qkv.device());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const AttentionAlgorithm algorithm = engine_settings().attention;
-  if (qkv.device().is_cuda() && algorithm == AttentionAlgorithm::cudnn) {
+  // cuDNN's attention and the wgmma kernel take some shapes and devices only; elsewhere the fused
+  // kernel runs, with a note.
+  if (qkv.device().is_cuda() && (algorithm == AttentionAlgorithm::cudnn || algorithm == AttentionAlgorithm::wgmma)) {
+    const bool cudnn = algorithm == AttentionAlgorithm::cudnn;
     std::string why;
-    if (cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, &why)) {
-      const ProfileRange range(qkv.device(), "attention_bf16_cudnn");
-      cuda::attention_bf16_cudnn(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
-      return context;
-    }
-    note_once(why + "; the engine's fused attention runs instead");
-  }
-  if (qkv.device().is_cuda() && algorithm == AttentionAlgorithm::wgmma) {
-    std::string why;
-    if (cuda::attention_bf16_wgmma_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), t, hd, &why)) {
-      const ProfileRange range(qkv.device(), "attention_bf16_wgmma");
-      cuda::attention_bf16_wgmma(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, scale);
+    if (cudnn ? cuda::attention_bf16_cudnn_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t, num_heads, hd, &why)
+              : cuda::attention_bf16_wgmma_supported(qkv.ptr<bf16>(), context.ptr<bf16>(), t, hd, &why)) {
+      const ProfileRange range(qkv.device(), cudnn ? "attention_bf16_cudnn" : "attention_bf16_wgmma");
+      (cudnn ? cuda::attention_bf16_cudnn : cuda::attention_bf16_wgmma)(qkv.ptr<bf16>(), context.ptr<bf16>(), b, t,
+                                                                       num_heads, hd, scale);
       return context;
     }
     note_once(why + "; the engine's fused attention runs instead");

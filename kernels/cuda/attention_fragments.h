@@ -1,5 +1,5 @@
 // What the register-resident attention kernels (flash on mma.sync, wgmma on Hopper's warpgroup
-// products) share: where one head's queries, keys and values lie in the fused projection, the
+// products) share, with the fused kernel's launcher the scaling of their exponent: where one head's queries, keys and values lie in the fused projection, the
 // queries loaded as A fragments, and the context written from output accumulators. The fragment
 // layout is mma.m16n8k16's (kernels/cuda/mma.h), which wgmma's A and accumulators repeat; with
 // g = lane / 4 and t = lane % 4 a lane holds rows g and g + 8 of a 16-row tile.
@@ -12,6 +12,9 @@
 #include "kernels/cuda/mma.h"
 
 namespace mcdl::cuda {
+
+// The attention kernels take exp(x) as exp2(x·log2(e)): their launchers pass scale·log2(e).
+constexpr float attention_log2_e = 1.44269504088896341f;
 
 // Head `head` (b·H + h) of qkv [B, T, 3, H, HD]: its first query, key and value rows and the
 // stride between tokens; its context rows start at context + ((b·T + row)·H + h)·HD.

@@ -22,6 +22,7 @@
 #include "kernels/cuda/async_copy.h"
 #include "kernels/cuda/attention_fragments.h"
 #include "kernels/cuda/attention_wgmma.h"
+#include "kernels/cuda/bf16_inference.h"
 #include "kernels/cuda/block_reduce.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/elementwise_launch.h"
@@ -231,7 +232,7 @@ void launch_attention_bf16_wgmma(const bf16* qkv, bf16* context, int64_t batch, 
   launch(attention_bf16_wgmma_kernel<RoundChunks, LastChunks>,
          dim3(static_cast<unsigned>(batch * heads * query_groups)), dim3(128),
          staged_bytes(full_rounds * RoundChunks + LastChunks), engine_stream(), qkv, context, tokens, heads,
-         query_groups, full_rounds, scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+         query_groups, full_rounds, scale * attention_log2_e);
 }
 
 bool device_is_hopper() {
@@ -255,8 +256,8 @@ bool attention_bf16_wgmma_supported(const bf16* qkv, const bf16* context, int64_
   if (tokens > wgmma_attention_max_tokens)
     return refuse("takes at most " + std::to_string(wgmma_attention_max_tokens) + " tokens, got " +
                   std::to_string(tokens));
-  const auto aligned = [](const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!aligned(qkv) || !aligned(context)) return refuse("needs 16-byte aligned buffers");
+  // At head size 64, what the fused kernels require of the buffers: 16-byte alignment.
+  if (!attention_bf16_fuses(qkv, context, head_dim)) return refuse("needs 16-byte aligned buffers");
   return true;
 }
 

@@ -334,7 +334,7 @@ void launch_attention_bf16(const bf16* qkv, bf16* context, int64_t batch, int64_
   const int64_t query_groups = ((tokens + 15) / 16 + warps - 1) / warps;
   launch(attention_bf16_kernel<HD>, dim3(static_cast<unsigned>(batch * heads * query_groups)), dim3(32 * warps),
          AttentionLayout<HD>::bytes(warps), engine_stream(), qkv, context, tokens, heads, query_groups,
-         scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+         scale * attention_log2_e);
 }
 
 // ---- The register-resident attention (attention_bf16_flash) ----
@@ -534,7 +534,7 @@ void launch_attention_bf16_flash(const bf16* qkv, bf16* context, int64_t batch, 
   const int64_t query_groups = (tokens + flash_block_rows - 1) / flash_block_rows;
   launch(attention_bf16_flash_kernel<HD>, dim3(static_cast<unsigned>(batch * heads * query_groups)),
          dim3(32 * flash_warps), FlashLayout<HD>::bytes, engine_stream(), qkv, context, tokens, heads, query_groups,
-         scale * 1.44269504088896341f);  // exp(x) = exp2(x·log2(e))
+         scale * attention_log2_e);
 }
 
 __global__ void add_rows_bf16_kernel(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {

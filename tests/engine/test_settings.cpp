@@ -41,8 +41,7 @@ TEST_CASE("engine settings: a block size that is not a multiple of 32 up to 1024
 }
 
 TEST_CASE("engine settings: the attention algorithms by name") {
-  for (AttentionAlgorithm algorithm : {AttentionAlgorithm::fused, AttentionAlgorithm::unfused, AttentionAlgorithm::flash,
-                                       AttentionAlgorithm::cudnn, AttentionAlgorithm::wgmma})
+  for (AttentionAlgorithm algorithm : attention_algorithms)
     CHECK(parse_attention_algorithm(attention_algorithm_name(algorithm)) == algorithm);
   CHECK_THROWS_WITH_AS(parse_attention_algorithm("fast"), "expected fused, unfused, flash, cudnn or wgmma, got 'fast'",
                        std::invalid_argument);
