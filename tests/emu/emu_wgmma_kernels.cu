@@ -58,6 +58,15 @@ void launch_wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, boo
                skip_publish, swizzle);
 }
 
+// A descriptor made of a pointer to global memory, which has no shared-window address.
+__global__ void descriptor_of_global(const bf16* global, uint64_t* out) {
+  out[threadIdx.x] = cuda::shared_matrix_descriptor(global, 128, 256);
+}
+
+void launch_descriptor_of_global(const bf16* global, uint64_t* out) {
+  cuda::launch(descriptor_of_global, 1, 32, shared_bytes, nullptr, global, out);
+}
+
 // A kernel that only touches its dynamic shared memory, to launch with more than 48 KB of it.
 __global__ void touch_shared(int* out) {
   MCDL_DYNAMIC_SHARED(int, shared);

@@ -2,7 +2,7 @@
 // PTX ISA's layouts (tests/emu/emu_wgmma_kernels.cu): both majors of B, two placements of its core
 // matrices (so that the leading and stride offsets cannot be swapped unnoticed), with and without
 // accumulation, in every thread order; the product lands at the wait; a missing fence (either of
-// the two), a swizzled layout and a B that reaches past shared memory are reported. And the 48 KB default of dynamic shared memory.
+// the two), a swizzled layout and a B that reaches past shared memory or lies outside it are reported. And the 48 KB default of dynamic shared memory.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -18,6 +18,7 @@ namespace mcdl::emu_selftest {
 void launch_wgmma_tile(const bf16* a, const bf16* b, float* d, float* early, bool transpose_b, bool accumulate,
                        unsigned leading, unsigned stride, bool skip_fence, bool skip_publish, bool swizzle);
 void launch_touch_shared(int* out, size_t bytes, bool opt_in);
+void launch_descriptor_of_global(const bf16* global, uint64_t* out);
 }  // namespace mcdl::emu_selftest
 
 using mcdl::bf16;
@@ -89,7 +90,7 @@ TEST_CASE("emulator: wgmma m64n64k16 follows the PTX ISA's register and shared-m
   });
 }
 
-TEST_CASE("emulator: wgmma reports a product issued without its fences, a swizzled layout, B past shared memory") {
+TEST_CASE("emulator: wgmma reports missing fences, a swizzled layout, B past or outside shared memory") {
   CHECK(launch_error(false, false, false).empty());
   const std::string unfenced = launch_error(true, false, false);
   CHECK(unfenced.find("no wgmma.fence since the warpgroup last waited") != std::string::npos);
@@ -102,6 +103,16 @@ TEST_CASE("emulator: wgmma reports a product issued without its fences, a swizzl
   const std::string outside = launch_error(false, false, false, 512);
   CHECK(outside.find("the B descriptor reaches byte 2048 of shared memory, past the 2048 the launch has") !=
         std::string::npos);
+  // A matrix descriptor of global memory: cvta.to.shared has no address for it.
+  std::array<bf16, 8> global{};
+  std::array<uint64_t, 32> descriptors{};
+  std::string not_shared;
+  try {
+    mcdl::emu_selftest::launch_descriptor_of_global(global.data(), descriptors.data());
+  } catch (const mcdl::emu::EmulationError& e) {
+    not_shared = e.what();
+  }
+  CHECK(not_shared.find("the address is not in the launch's dynamic shared memory") != std::string::npos);
 }
 
 TEST_CASE("emulator: more than 48 KB of dynamic shared memory needs the kernel's cudaFuncSetAttribute") {
