@@ -156,8 +156,9 @@ class FiberPool {
     return fiber;
   }
   void release(Fiber* fiber) { free_.push_back(fiber); }
-  // After a launch aborted by an error, the fibers of threads that never finished are abandoned
-  // mid-kernel (kernel code holds no resources); their stacks are simply started afresh.
+  // After a launch aborted by an error: every fiber is free again. The scheduler has unwound the
+  // threads still suspended (Scheduler::unwind_suspended_threads), so no stack is dropped with
+  // live objects on it.
   void reclaim_all() {
     free_.clear();
     for (auto& fiber : fibers_) free_.push_back(fiber.get());

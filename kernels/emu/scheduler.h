@@ -133,14 +133,19 @@ class Scheduler {
     threads_.resize(n_);
     const unsigned long long blocks = 1ull * launch.grid.x * launch.grid.y * launch.grid.z;
     const ThreadOrder order = thread_order();
-    if (order == ThreadOrder::shuffled) {
-      std::vector<unsigned long long> ids(blocks);
-      std::iota(ids.begin(), ids.end(), 0ull);
-      arrange(ids, ~0ull);
-      for (unsigned long long id : ids) run_block(id, static_shared);
-    } else {
-      for (unsigned long long i = 0; i < blocks; ++i)
-        run_block(order == ThreadOrder::reverse ? blocks - 1 - i : i, static_shared);
+    try {
+      if (order == ThreadOrder::shuffled) {
+        std::vector<unsigned long long> ids(blocks);
+        std::iota(ids.begin(), ids.end(), 0ull);
+        arrange(ids, ~0ull);
+        for (unsigned long long id : ids) run_block(id, static_shared);
+      } else {
+        for (unsigned long long i = 0; i < blocks; ++i)
+          run_block(order == ThreadOrder::reverse ? blocks - 1 - i : i, static_shared);
+      }
+    } catch (...) {
+      unwind_suspended_threads();
+      throw;
     }
   }
 
@@ -157,6 +162,7 @@ class Scheduler {
     StackSwitch::begin(&fiber->fake_stack, scheduler_stack_bottom_, scheduler_stack_size_);
     switch_stack(&fiber->stack_pointer, scheduler_stack_pointer_);
     StackSwitch::end(fiber->fake_stack, &scheduler_stack_bottom_, &scheduler_stack_size_);
+    if (unwinding_) throw Unwinding{};
     return thread->result;
   }
 
@@ -164,6 +170,25 @@ class Scheduler {
   struct alignas(128) SharedChunk {
     unsigned char bytes[128];
   };
+  // Thrown into a thread still suspended when its launch failed, to unwind its stack.
+  struct Unwinding {};
+
+  // After a failed launch: resumes every thread of the block still suspended at a barrier or warp
+  // operation with an Unwinding exception, so that the objects on its stack are destroyed (the
+  // queues of deferred cp.async and wgmma work own heap memory) instead of abandoned with it.
+  void unwind_suspended_threads() {
+    unwinding_ = true;
+    for (ThreadState& thread : threads_) {
+      const bool suspended = thread.status == Status::at_block_barrier || thread.status == Status::at_warp_op ||
+                             thread.status == Status::runnable;
+      if (!suspended || thread.fiber == nullptr || thread.fiber->thread != &thread || thread.fiber->finished) continue;
+      thread.status = Status::running;
+      builtins.thread_idx = thread.index;
+      current_thread = &thread;
+      switch_to(thread.fiber);
+    }
+    unwinding_ = false;
+  }
 
   static void validate(const KernelLaunch& launch) {
     const dim3 b = launch.block, g = launch.grid;
@@ -267,7 +292,7 @@ class Scheduler {
     if (fiber->finished) {
       ThreadState* last = fiber->thread;
       pool_.release(fiber);
-      if (last != nullptr && last->error) rethrow_with_context(*last);
+      if (last != nullptr && last->error && !unwinding_) rethrow_with_context(*last);
       return;
     }
     ThreadState& thread = *fiber->thread;
@@ -449,6 +474,7 @@ class Scheduler {
   std::vector<ThreadState> threads_;
   std::vector<unsigned> start_order_, round_order_;
   unsigned n_ = 0, next_start_ = 0, exited_ = 0, at_barrier_ = 0;
+  bool unwinding_ = false;  // unwind_suspended_threads is at work
 };
 
 }  // namespace mcdl::emu::detail

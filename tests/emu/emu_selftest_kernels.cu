@@ -60,6 +60,19 @@ __global__ void early_exit_barrier(float* y) {
   y[threadIdx.x] = 1.0f;
 }
 
+// early_exit_barrier with an object on every thread's stack whose destructor counts itself in
+// *destroyed: threads 16-31 destroy theirs as they return; threads 0-15 are still suspended at the
+// barrier when the launch fails.
+struct CountedOnStack {
+  int* destroyed;
+  __device__ ~CountedOnStack() { atomicAdd(destroyed, 1); }
+};
+__global__ void early_exit_barrier_with_stack_objects(int* destroyed) {
+  const CountedOnStack counted{destroyed};
+  if (threadIdx.x >= 16) return;
+  __syncthreads();
+}
+
 // The two halves of the block wait at different barriers.
 __global__ void split_barrier(float* y) {
   if (threadIdx.x < 16) {
@@ -251,6 +264,9 @@ void launch_rotate_left(const float* x, float* y, int blocks, int threads, bool 
   cuda::launch(rotate_left, blocks, threads, 0, nullptr, x, y, synchronize);
 }
 void launch_early_exit_barrier(float* y) { cuda::launch(early_exit_barrier, 1, 32, 0, nullptr, y); }
+void launch_early_exit_barrier_with_stack_objects(int* destroyed) {
+  cuda::launch(early_exit_barrier_with_stack_objects, 1, 32, 0, nullptr, destroyed);
+}
 void launch_split_barrier(float* y) { cuda::launch(split_barrier, 1, 32, 0, nullptr, y); }
 void launch_half_warp_shuffle(float* y) { cuda::launch(half_warp_shuffle, 1, 32, 0, nullptr, y); }
 void launch_lane_outside_mask(float* y) { cuda::launch(lane_outside_mask, 1, 32, 0, nullptr, y); }

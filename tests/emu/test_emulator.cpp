@@ -19,6 +19,7 @@ namespace mcdl::emu_selftest {
 void launch_block_sum(const float* x, float* out, int n, int blocks, int threads, bool dynamic_shared);
 void launch_rotate_left(const float* x, float* y, int blocks, int threads, bool synchronize);
 void launch_early_exit_barrier(float* y);
+void launch_early_exit_barrier_with_stack_objects(int* destroyed);
 void launch_split_barrier(float* y);
 void launch_half_warp_shuffle(float* y);
 void launch_lane_outside_mask(float* y);
@@ -117,7 +118,7 @@ TEST_CASE("emu: a missing __syncthreads between a shared write and a neighbour's
   CHECK(wrong_orders >= 1);
 }
 
-TEST_CASE("emu: divergent barriers and warp operations that can never complete throw instead of hanging") {
+TEST_CASE("emu: divergent barriers and warp operations that can never complete throw instead of hanging, unwound") {
   std::vector<float> y(32, 1.0f);
   for_each_thread_order([&](ThreadOrder order) {
     INFO("order " << to_string(order));
@@ -140,6 +141,16 @@ TEST_CASE("emu: divergent barriers and warp operations that can never complete t
     const std::string outside = emulation_error([&] { kernels::launch_lane_outside_mask(y.data()); });
     CHECK(outside.find("__shfl_sync (") != std::string::npos);
     CHECK(outside.find("is not in the mask 0x00000001") != std::string::npos);
+  });
+  // A failed launch unwinds the threads still suspended: every object on their stacks is destroyed
+  // (the deferred cp.async and wgmma queues own heap memory), not dropped with the stack.
+  for_each_thread_order([&](ThreadOrder order) {
+    INFO("order " << to_string(order));
+    int destroyed = 0;
+    const std::string stuck =
+        emulation_error([&] { kernels::launch_early_exit_barrier_with_stack_objects(&destroyed); });
+    CHECK(stuck.find("divergent __syncthreads") != std::string::npos);
+    CHECK(destroyed == 32);
   });
   // The emulator is usable again after an aborted launch.
   const std::vector<float> x = small_integers(256, 1);
